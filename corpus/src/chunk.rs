@@ -40,10 +40,10 @@ impl Chunk {
 /// Abbreviations whose period never ends a sentence (lower-cased, without the final period).
 const ABBREVIATIONS: &[&str] = &[
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "cf", "al", "fig", "figs", "no",
-    "nos", "vol", "vols", "pp", "p", "ed", "eds", "approx", "ca", "gen", "gov", "sen", "rep", "rev",
-    "lt", "col", "capt", "sgt", "maj", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
-    "sept", "oct", "nov", "dec", "inc", "ltd", "co", "corp", "dept", "univ", "est", "e.g", "i.e",
-    "viz", "ch", "sec", "op", "cit", "ibid",
+    "nos", "vol", "vols", "pp", "p", "ed", "eds", "approx", "ca", "gen", "gov", "sen", "rep",
+    "rev", "lt", "col", "capt", "sgt", "maj", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+    "sep", "sept", "oct", "nov", "dec", "inc", "ltd", "co", "corp", "dept", "univ", "est", "e.g",
+    "i.e", "viz", "ch", "sec", "op", "cit", "ibid",
 ];
 
 /// Byte spans of the sentences of `text`, each without surrounding whitespace.
@@ -112,7 +112,10 @@ fn is_cjk_terminator(c: char) -> bool {
 }
 
 fn is_closer(c: char) -> bool {
-    matches!(c, '"' | '\'' | '”' | '’' | ')' | ']' | '}' | '»' | '」' | '』' | '）')
+    matches!(
+        c,
+        '"' | '\'' | '”' | '’' | ')' | ']' | '}' | '»' | '」' | '』' | '）'
+    )
 }
 
 fn skip_closers(chars: &[(usize, char)], mut j: usize) -> usize {
@@ -132,7 +135,10 @@ fn ends_sentence(
     run_end: usize,
     end: usize,
 ) -> bool {
-    let next = chars[end..].iter().map(|(_, c)| *c).find(|c| !c.is_whitespace());
+    let next = chars[end..]
+        .iter()
+        .map(|(_, c)| *c)
+        .find(|c| !c.is_whitespace());
     let Some(next) = next else { return true };
     // A lower-case continuation means the period was not a full stop ("e.g. this", "etc. and").
     if next.is_lowercase() || next.is_ascii_digit() {
@@ -156,7 +162,8 @@ fn ends_sentence(
         return true;
     }
     // An enumeration marker opening the sentence ("1. Mix", "a. First").
-    let is_marker = word.len() <= 3 && word.bytes().all(|b| b.is_ascii_digit()) || word.chars().count() == 1;
+    let is_marker =
+        word.len() <= 3 && word.bytes().all(|b| b.is_ascii_digit()) || word.chars().count() == 1;
     if word_start == sentence_start && is_marker {
         return false;
     }
@@ -229,7 +236,11 @@ fn split_long(text: &str, start: usize, end: usize, max: usize, out: &mut Vec<(u
             let mut cut = word_start;
             let mut remaining = word_chars;
             while remaining > max {
-                let next = cut + text[cut..].char_indices().nth(max).map_or(word_end - cut, |(p, _)| p);
+                let next = cut
+                    + text[cut..]
+                        .char_indices()
+                        .nth(max)
+                        .map_or(word_end - cut, |(p, _)| p);
                 out.push((cut, next));
                 cut = next;
                 remaining -= max;
@@ -255,7 +266,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn sentences(text: &str) -> Vec<&str> {
-        sentence_spans(text).into_iter().map(|(s, e)| &text[s..e]).collect()
+        sentence_spans(text)
+            .into_iter()
+            .map(|(s, e)| &text[s..e])
+            .collect()
     }
 
     #[test]
@@ -284,7 +298,10 @@ mod tests {
             sentences("J. R. R. Tolkien wrote it. Fans agree."),
             ["J. R. R. Tolkien wrote it.", "Fans agree."]
         );
-        assert_eq!(sentences("See Fig. 3 for details."), ["See Fig. 3 for details."]);
+        assert_eq!(
+            sentences("See Fig. 3 for details."),
+            ["See Fig. 3 for details."]
+        );
         assert_eq!(sentences("Yes. It works."), ["Yes.", "It works."]);
     }
 
@@ -323,12 +340,18 @@ mod tests {
 
     #[test]
     fn cjk_full_stops_end_sentences_without_spaces() {
-        assert_eq!(sentences("今日は晴れ。明日は雨！本当？"), ["今日は晴れ。", "明日は雨！", "本当？"]);
+        assert_eq!(
+            sentences("今日は晴れ。明日は雨！本当？"),
+            ["今日は晴れ。", "明日は雨！", "本当？"]
+        );
     }
 
     #[test]
     fn text_without_punctuation_is_one_sentence() {
-        assert_eq!(sentences("no punctuation at all here"), ["no punctuation at all here"]);
+        assert_eq!(
+            sentences("no punctuation at all here"),
+            ["no punctuation at all here"]
+        );
         assert!(sentences("   \n\t ").is_empty());
     }
 
@@ -342,7 +365,11 @@ mod tests {
 
     #[test]
     fn long_sentence_is_cut_at_words_and_long_word_hard() {
-        let text = format!("{} end. {}", "word ".repeat(150).trim_end(), "x".repeat(1200));
+        let text = format!(
+            "{} end. {}",
+            "word ".repeat(150).trim_end(),
+            "x".repeat(1200)
+        );
         let chunks = chunk_text(&text, &ChunkerConfig::default());
         for c in &chunks {
             let s = c.slice(&text);
@@ -380,7 +407,11 @@ mod tests {
             let inside_long = spans
                 .iter()
                 .any(|&(s, e)| s < c.end && c.end <= e && text[s..e].chars().count() > max);
-            prop_assert!(at_sentence_end || inside_long, "chunk {:?} ends mid-sentence", c.slice(text));
+            prop_assert!(
+                at_sentence_end || inside_long,
+                "chunk {:?} ends mid-sentence",
+                c.slice(text)
+            );
             cursor = c.end;
         }
         let tail = &text[cursor..];
@@ -393,7 +424,11 @@ mod tests {
             if let Some(&(_, sentence_end)) = first {
                 if text[pair[1].start..sentence_end].chars().count() <= max {
                     let merged = text[pair[0].start..sentence_end].chars().count();
-                    prop_assert!(merged > max, "could have packed {:?}", &text[pair[0].start..sentence_end]);
+                    prop_assert!(
+                        merged > max,
+                        "could have packed {:?}",
+                        &text[pair[0].start..sentence_end]
+                    );
                 }
             }
         }

@@ -12,9 +12,16 @@ pub enum CorpusError {
     },
     #[error("corpus manifest {path} is invalid: {message}")]
     Manifest { path: PathBuf, message: String },
-    #[error("source #{source_index} ({pattern}) matches no file; check the path (it is relative to the manifest's directory)")]
-    NoFiles { source_index: usize, pattern: String },
-    #[error("checksum mismatch for {what}: manifest says sha256 {expected}, found {actual}; the data changed or the manifest is stale")]
+    #[error(
+        "source #{source_index} ({pattern}) matches no file; check the path (it is relative to the manifest's directory)"
+    )]
+    NoFiles {
+        source_index: usize,
+        pattern: String,
+    },
+    #[error(
+        "checksum mismatch for {what}: manifest says sha256 {expected}, found {actual}; the data changed or the manifest is stale"
+    )]
     Checksum {
         what: String,
         expected: String,

@@ -16,8 +16,8 @@
 pub mod chunk;
 mod document;
 mod error;
-//pub mod ingest;
-//pub mod manifest;
+pub mod ingest;
+pub mod manifest;
 pub mod url_norm;
 
 pub use document::{Document, SourceFormat};

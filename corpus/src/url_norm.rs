@@ -40,8 +40,10 @@ pub fn normalize_url(raw: &str) -> Result<String, InvalidUrl> {
     let trimmed = raw.trim();
     let parsed = match url::Url::parse(trimmed) {
         Ok(u) => u,
-        Err(url::ParseError::RelativeUrlWithoutBase) => url::Url::parse(&format!("https://{trimmed}"))
-            .map_err(|_| InvalidUrl(raw.to_string()))?,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            url::Url::parse(&format!("https://{trimmed}"))
+                .map_err(|_| InvalidUrl(raw.to_string()))?
+        }
         Err(_) => return Err(InvalidUrl(raw.to_string())),
     };
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -163,7 +165,10 @@ mod tests {
         }
         assert_eq!(n("https://example.com/"), "https://example.com");
         assert_eq!(n("https://example.com"), "https://example.com");
-        assert_eq!(n("https://example.com:8080/a"), "https://example.com:8080/a");
+        assert_eq!(
+            n("https://example.com:8080/a"),
+            "https://example.com:8080/a"
+        );
     }
 
     #[test]
@@ -195,14 +200,23 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_a_web_url() {
-        for bad in ["", "ftp://x.org/a", "mailto:a@b.c", "https://", "javascript:alert(1)"] {
+        for bad in [
+            "",
+            "ftp://x.org/a",
+            "mailto:a@b.c",
+            "https://",
+            "javascript:alert(1)",
+        ] {
             assert!(normalize_url(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn host_of_strips_scheme_port_and_path() {
-        assert_eq!(host_of("https://en.wikipedia.org/wiki/A"), "en.wikipedia.org");
+        assert_eq!(
+            host_of("https://en.wikipedia.org/wiki/A"),
+            "en.wikipedia.org"
+        );
         assert_eq!(host_of("https://x.org:8080/a"), "x.org");
         assert_eq!(host_of("https://x.org"), "x.org");
     }

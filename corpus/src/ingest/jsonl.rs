@@ -1,0 +1,66 @@
+//! JSON Lines documents, one `{id, url, title, date, text}` object a line (the fabricated gold and
+//! negative pages use this). Missing fields get deterministic values: `id` the source name and
+//! line number, `url` [`super::generated_url`], `title` [`super::derive_title`], `date` the
+//! source's `default_date`.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{
+    BadRecord, Item, Items, SourceContext, derive_title, finish, generated_url, json_lines,
+};
+use crate::{CorpusError, Document};
+
+#[derive(Deserialize)]
+struct Line {
+    id: Option<serde_json::Value>,
+    url: Option<String>,
+    title: Option<String>,
+    date: Option<String>,
+    text: Option<String>,
+}
+
+pub(super) fn open(path: &Path, context: &SourceContext) -> Result<Items, CorpusError> {
+    let context = context.clone();
+    json_lines(path, move |line_no, line| {
+        let position = || format!("line {line_no}");
+        let parsed: Line = match serde_json::from_str(line) {
+            Ok(p) => p,
+            Err(e) => {
+                return Item::Bad(BadRecord {
+                    position: position(),
+                    reason: format!("invalid JSON: {e}"),
+                });
+            }
+        };
+        let id = match parsed.id {
+            Some(serde_json::Value::String(s)) if !s.is_empty() => s,
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            _ => format!("{}-{line_no}", context.name),
+        };
+        let text = parsed.text.unwrap_or_default();
+        let url = parsed
+            .url
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| generated_url(&context.name, &id));
+        let title = parsed
+            .title
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| derive_title(&text, &url));
+        let date = parsed
+            .date
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or_else(|| context.default_date.clone());
+        finish(
+            Document {
+                id,
+                url,
+                title,
+                date,
+                text,
+            },
+            position,
+        )
+    })
+}

@@ -1,0 +1,161 @@
+//! Streaming readers, one module per source format. Each reader yields [`Item`]s one at a time so
+//! memory stays bounded whatever the size of the dump; a bad record becomes [`Item::Bad`] with its
+//! position and the reader goes on.
+
+mod beir;
+mod fineweb;
+mod jsonl;
+mod title;
+mod wikipedia;
+pub mod wikitext;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use crate::{CorpusError, Document, SourceFormat};
+
+pub use title::derive_title;
+
+/// What a reader produces for each record of a source.
+#[derive(Debug)]
+pub enum Item {
+    Document(Document),
+    /// A record that is valid but not wanted (a redirect, a talk page); counted by reason.
+    Skipped(&'static str),
+    /// A record that could not be read; counted, logged, and skipped.
+    Bad(BadRecord),
+}
+
+/// A record that could not be read, with where it was and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRecord {
+    /// Human-readable position in the file, e.g. "line 12" or "page 5 (line 3012)".
+    pub position: String,
+    pub reason: String,
+}
+
+/// What readers need to know about the source besides its path.
+#[derive(Debug, Clone)]
+pub struct SourceContext {
+    /// The source's name in the manifest; used in generated URLs.
+    pub name: String,
+    /// Date given to documents that have none.
+    pub default_date: String,
+}
+
+/// A boxed stream of items from one file.
+pub type Items = Box<dyn Iterator<Item = Item> + Send>;
+
+/// Opens one file of a source for reading.
+pub fn open(
+    path: &Path,
+    format: SourceFormat,
+    context: &SourceContext,
+) -> Result<Items, CorpusError> {
+    match format {
+        SourceFormat::WikipediaXml => wikipedia::open(path),
+        SourceFormat::FinewebParquet => fineweb::open(path, context),
+        SourceFormat::Jsonl => jsonl::open(path, context),
+        SourceFormat::Beir => beir::open(path, context),
+    }
+}
+
+/// Files that a glob may match beside the data but that are not data themselves, with the reason.
+/// Wikimedia publishes a multistream dump's index (`...-multistream-index.txt.bz2`) beside it.
+pub fn companion_reason(path: &Path, format: SourceFormat) -> Option<&'static str> {
+    let name = path.file_name()?.to_string_lossy();
+    (format == SourceFormat::WikipediaXml && name.contains("-index") && name.contains(".txt"))
+        .then_some("multistream index (companion of a dump, not a dump)")
+}
+
+/// Opens a file for buffered reading, transparently decompressing bzip2 (including the
+/// concatenated streams of multistream dumps), recognised by its magic bytes.
+pub(crate) fn open_text(path: &Path) -> Result<Box<dyn BufRead + Send>, CorpusError> {
+    let mut file = File::open(path).map_err(|e| CorpusError::io(path, e))?;
+    let mut magic = [0u8; 3];
+    let n = read_prefix(&mut file, &mut magic).map_err(|e| CorpusError::io(path, e))?;
+    let file = File::open(path).map_err(|e| CorpusError::io(path, e))?;
+    if n == 3 && &magic == b"BZh" {
+        let decoder = bzip2::read::MultiBzDecoder::new(BufReader::with_capacity(1 << 20, file));
+        Ok(Box::new(BufReader::with_capacity(1 << 20, decoder)))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
+    }
+}
+
+fn read_prefix(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Reads JSON Lines, handing each non-empty line with its 1-based number to `parse`.
+pub(crate) fn json_lines(
+    path: &Path,
+    mut parse: impl FnMut(usize, &str) -> Item + Send + 'static,
+) -> Result<Items, CorpusError> {
+    let reader = open_text(path)?;
+    let mut lines = reader.split(b'\n').enumerate();
+    let mut done = false;
+    Ok(Box::new(std::iter::from_fn(move || {
+        loop {
+            if done {
+                return None;
+            }
+            let (index, line) = lines.next()?;
+            let line_no = index + 1;
+            let item = match line {
+                Err(e) => {
+                    // The rest of the file is unreadable; report once and stop.
+                    done = true;
+                    Item::Bad(BadRecord {
+                        position: format!("line {line_no}"),
+                        reason: format!("read error, rest of file skipped: {e}"),
+                    })
+                }
+                Ok(bytes) => match std::str::from_utf8(&bytes) {
+                    Err(e) => Item::Bad(BadRecord {
+                        position: format!("line {line_no}"),
+                        reason: format!("not UTF-8: {e}"),
+                    }),
+                    Ok(s) if s.trim().is_empty() => continue,
+                    Ok(s) => parse(line_no, s.trim_end_matches('\r')),
+                },
+            };
+            return Some(item);
+        }
+    })))
+}
+
+/// `https://stillweb.invalid/{source}/{id}`: the deterministic URL of a document that has none.
+pub fn generated_url(source: &str, id: &str) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    format!(
+        "https://stillweb.invalid/{}/{}",
+        utf8_percent_encode(source, NON_ALPHANUMERIC),
+        utf8_percent_encode(id, NON_ALPHANUMERIC)
+    )
+}
+
+/// The checks every reader applies before it hands out a document.
+pub(crate) fn finish(doc: Document, position: impl FnOnce() -> String) -> Item {
+    if doc.text.trim().is_empty() {
+        return Item::Bad(BadRecord {
+            position: position(),
+            reason: "empty text".to_string(),
+        });
+    }
+    if let Err(e) = crate::url_norm::normalize_url(&doc.url) {
+        return Item::Bad(BadRecord {
+            position: position(),
+            reason: e.to_string(),
+        });
+    }
+    Item::Document(doc)
+}
