@@ -1,1 +1,31 @@
-//! stub
+//! The on-disk index and everything that reads it: building an index from a corpus manifest,
+//! opening it memory-mapped, two-stage retrieval, and retrieval-quality evaluation.
+//!
+//! An index directory holds two tantivy indexes and a manifest:
+//!
+//! ```text
+//! INDEX/
+//!   manifest.json   format version, build id, corpus sources with checksums and counts
+//!   docs/           one tantivy document per page: title, body (stored), url, host, date
+//!   chunks/         one tantivy document per chunk: title + chunk text, document ordinal
+//! ```
+//!
+//! Retrieval ([`search`]) runs in two stages: BM25 over documents selects candidates, then BM25
+//! over the chunks of those candidates scores each document by its best chunk (MaxP), fused with
+//! the document score ([`fusion`]).
+
+mod analyzer;
+mod build;
+mod error;
+pub mod eval;
+pub mod fusion;
+mod manifest;
+mod reader;
+mod schema;
+pub mod search;
+
+pub use build::{BuildOptions, BuildReport, build_index};
+pub use error::IndexError;
+pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
+pub use reader::{SearchIndex, StoredDoc};
+pub use search::{Hit, SearchParams};

@@ -1,0 +1,440 @@
+//! Building an index from a corpus manifest: read every source in order, drop duplicate URLs,
+//! chunk, write both tantivy indexes into a temporary directory, verify counts and checksums, and
+//! publish by rename so that readers never see a half-built index.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stillweb_corpus::chunk::{ChunkerConfig, chunk_text};
+use stillweb_corpus::ingest::{self, Item, SourceContext, derive_title};
+use stillweb_corpus::manifest::{CorpusManifest, sha256_file, source_digest};
+use stillweb_corpus::url_norm::{host_of, normalize_url};
+use stillweb_corpus::Document;
+use tantivy::{Index, IndexWriter, TantivyDocument};
+use tracing::{info, warn};
+
+use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
+use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
+use crate::schema::{ChunkFields, DocFields};
+use crate::IndexError;
+
+/// Bad records logged one by one per file before the log switches to a summary.
+const BAD_RECORDS_LOGGED: u64 = 20;
+
+/// Knobs of a build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// A source fails the build when more than this share of its records is bad.
+    pub max_bad_fraction: f64,
+    /// tantivy indexing memory budget, per index, in bytes.
+    pub writer_memory_bytes: usize,
+    /// Replace an existing index at the output path.
+    pub force: bool,
+    pub chunker: ChunkerConfig,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            max_bad_fraction: 0.01,
+            writer_memory_bytes: 256 << 20,
+            force: false,
+            chunker: ChunkerConfig::default(),
+        }
+    }
+}
+
+/// What a build produced (also written to the index as its manifest).
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    pub manifest: IndexManifest,
+    pub elapsed: Duration,
+}
+
+/// Builds the index described by `corpus` at `out`.
+pub fn build_index(corpus: &CorpusManifest, out: &Path, options: &BuildOptions) -> Result<BuildReport, IndexError> {
+    let started = Instant::now();
+    if out.exists() && !options.force {
+        return Err(IndexError::Exists { path: out.to_path_buf() });
+    }
+    // Resolve every source and check checksums before any work, so a wrong path fails fast.
+    let mut plans = Vec::new();
+    for index in 0..corpus.sources.len() {
+        plans.push(plan_source(corpus, index)?);
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
+    let name = out.file_name().map_or("index".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
+    }
+    let result = build_into(&tmp, corpus, plans, options);
+    let manifest = match result {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    publish(&tmp, out)?;
+    let elapsed = started.elapsed();
+    info!(
+        path = %out.display(),
+        build_id = %manifest.build_id,
+        documents = manifest.documents,
+        chunks = manifest.chunks,
+        elapsed_s = elapsed.as_secs_f64(),
+        "index published"
+    );
+    Ok(BuildReport { manifest, elapsed })
+}
+
+struct SourcePlan {
+    report: SourceReport,
+    files: Vec<PathBuf>,
+    context: SourceContext,
+    expected_documents: Option<u64>,
+}
+
+fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, IndexError> {
+    let spec = &corpus.sources[index];
+    let name = corpus.source_name(index);
+    let files = corpus.resolve(index)?;
+    let mut reports = Vec::new();
+    let mut hashes = Vec::new();
+    for file in &files {
+        let sha256 = sha256_file(file)?;
+        let bytes = std::fs::metadata(file).map_err(|e| IndexError::io(file, e))?.len();
+        let file_name = file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        hashes.push((file_name, sha256.clone()));
+        reports.push(FileReport {
+            path: file.display().to_string(),
+            sha256,
+            bytes,
+            ignored: ingest::companion_reason(file, spec.format).map(str::to_string),
+            ..FileReport::default()
+        });
+    }
+    let digest = source_digest(&hashes);
+    if let Some(expected) = &spec.sha256 {
+        if !expected.eq_ignore_ascii_case(&digest) {
+            return Err(stillweb_corpus::CorpusError::Checksum {
+                what: format!("source `{name}` ({})", spec.path),
+                expected: expected.clone(),
+                actual: digest,
+            }
+            .into());
+        }
+    }
+    Ok(SourcePlan {
+        report: SourceReport {
+            name: name.clone(),
+            format: spec.format,
+            license: spec.license.clone(),
+            sha256: digest,
+            files: reports,
+        },
+        files,
+        context: SourceContext {
+            name,
+            default_date: spec.default_date.clone().unwrap_or_else(|| "1970-01-01".into()),
+        },
+        expected_documents: spec.expected_documents,
+    })
+}
+
+struct Writers {
+    docs: IndexWriter,
+    chunks: IndexWriter,
+    doc_fields: DocFields,
+    chunk_fields: ChunkFields,
+    doc_count: u64,
+    chunk_count: u64,
+}
+
+fn create_index(dir: &Path, schema: tantivy::schema::Schema) -> Result<Index, IndexError> {
+    std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+    let index = Index::create_in_dir(dir, schema)?;
+    index.tokenizers().register(ANALYZER, english());
+    Ok(index)
+}
+
+fn build_into(
+    tmp: &Path,
+    corpus: &CorpusManifest,
+    plans: Vec<SourcePlan>,
+    options: &BuildOptions,
+) -> Result<IndexManifest, IndexError> {
+    let (doc_schema, doc_fields) = DocFields::schema();
+    let (chunk_schema, chunk_fields) = ChunkFields::schema();
+    let doc_index = create_index(&tmp.join("docs"), doc_schema)?;
+    let chunk_index = create_index(&tmp.join("chunks"), chunk_schema)?;
+    let mut writers = Writers {
+        docs: doc_index.writer(options.writer_memory_bytes)?,
+        chunks: chunk_index.writer(options.writer_memory_bytes)?,
+        doc_fields,
+        chunk_fields,
+        doc_count: 0,
+        chunk_count: 0,
+    };
+    let mut seen_urls: HashSet<u128> = HashSet::new();
+    let mut sources = Vec::new();
+    for mut plan in plans {
+        let mut reports = std::mem::take(&mut plan.report.files);
+        for (file, report) in plan.files.iter().zip(reports.iter_mut()) {
+            if let Some(reason) = &report.ignored {
+                info!(source = %plan.report.name, file = %file.display(), reason = %reason, "file ignored");
+                continue;
+            }
+            ingest_file(file, &plan, report, &mut writers, &mut seen_urls, options)?;
+        }
+        plan.report.files = reports;
+        check_source(&plan, options)?;
+        sources.push(plan.report);
+    }
+    writers.docs.commit()?;
+    writers.chunks.commit()?;
+    let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
+    merge_to_one_segment(&doc_index, writers.docs)?;
+    merge_to_one_segment(&chunk_index, writers.chunks)?;
+
+    let duplicates = sources.iter().flat_map(|s| &s.files).map(|f| f.duplicates).sum();
+    let bad_records = sources.iter().map(SourceReport::bad_records).sum();
+    let manifest = IndexManifest {
+        format_version: FORMAT_VERSION,
+        build_id: IndexManifest::compute_build_id(&sources, &options.chunker, ANALYZER_DESCRIPTION),
+        stillweb_version: env!("CARGO_PKG_VERSION").to_string(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        corpus_name: corpus.name.clone(),
+        sources,
+        chunker: options.chunker.clone(),
+        analyzer: ANALYZER_DESCRIPTION.to_string(),
+        documents: doc_count,
+        chunks: chunk_count,
+        duplicates,
+        bad_records,
+    };
+    manifest.write(tmp)?;
+    Ok(manifest)
+}
+
+/// One segment per index: fewer, larger posting lists make queries faster, and the index is
+/// read-only from here on.
+fn merge_to_one_segment(index: &Index, mut writer: IndexWriter) -> Result<(), IndexError> {
+    let segments = index.searchable_segment_ids()?;
+    if segments.len() > 1 {
+        writer.merge(&segments).wait()?;
+    }
+    writer.garbage_collect_files().wait()?;
+    writer.wait_merging_threads()?;
+    Ok(())
+}
+
+fn check_source(plan: &SourcePlan, options: &BuildOptions) -> Result<(), IndexError> {
+    let documents = plan.report.documents();
+    let bad = plan.report.bad_records();
+    let total = documents + bad;
+    if bad > 0 && total > 0 {
+        let share = bad as f64 / total as f64;
+        if share > options.max_bad_fraction {
+            return Err(IndexError::TooManyBad {
+                source_name: plan.report.name.clone(),
+                bad,
+                total,
+                share: share * 100.0,
+                max: options.max_bad_fraction * 100.0,
+            });
+        }
+    }
+    if let Some(expected) = plan.expected_documents {
+        if expected != documents {
+            return Err(IndexError::ExpectedCount {
+                source_name: plan.report.name.clone(),
+                expected,
+                actual: documents,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn ingest_file(
+    file: &Path,
+    plan: &SourcePlan,
+    report: &mut FileReport,
+    writers: &mut Writers,
+    seen_urls: &mut HashSet<u128>,
+    options: &BuildOptions,
+) -> Result<(), IndexError> {
+    let items = ingest::open(file, plan.report.format, &plan.context)?;
+    let expected = plan.expected_documents.filter(|_| plan.files.len() == 1);
+    let progress = Progress::new(&plan.report.name, file, expected);
+    for item in items {
+        match item {
+            Item::Document(doc) => {
+                report.documents += 1;
+                // Readers validated the URL already.
+                let Ok(key) = normalize_url(&doc.url) else { continue };
+                if !seen_urls.insert(url_hash(&key)) {
+                    report.duplicates += 1;
+                    continue;
+                }
+                writers.add(doc, &key, &options.chunker)?;
+                progress.tick(report.documents);
+            }
+            Item::Skipped(reason) => *report.skipped.entry(reason.to_string()).or_default() += 1,
+            Item::Bad(bad) => {
+                report.bad_records += 1;
+                if report.bad_records <= BAD_RECORDS_LOGGED {
+                    warn!(source = %plan.report.name, file = %file.display(), position = %bad.position, reason = %bad.reason, "bad record skipped");
+                } else if report.bad_records == BAD_RECORDS_LOGGED + 1 {
+                    warn!(file = %file.display(), "more bad records; only the count is reported from here on");
+                }
+            }
+        }
+    }
+    progress.finish(report);
+    info!(
+        source = %plan.report.name,
+        file = %file.display(),
+        documents = report.documents,
+        duplicates = report.duplicates,
+        bad_records = report.bad_records,
+        skipped = ?report.skipped,
+        "file read"
+    );
+    Ok(())
+}
+
+/// 128-bit hash of a normalised URL: the duplicate set stays small at tens of millions of URLs.
+fn url_hash(key: &str) -> u128 {
+    let mut a = std::hash::DefaultHasher::new();
+    key.hash(&mut a);
+    let mut b = std::hash::DefaultHasher::new();
+    (key, 0x5717_u16).hash(&mut b);
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+impl Writers {
+    fn add(&mut self, doc: Document, url_key: &str, chunker: &ChunkerConfig) -> Result<(), IndexError> {
+        let ord = self.doc_count;
+        let f = self.doc_fields;
+        let display_title = if doc.title.trim().is_empty() {
+            derive_title(&doc.text, &doc.url)
+        } else {
+            doc.title.clone()
+        };
+        let mut d = TantivyDocument::default();
+        d.add_u64(f.ord, ord);
+        d.add_text(f.doc_id, &doc.id);
+        d.add_text(f.url_key, url_key);
+        d.add_text(f.host, host_of(url_key));
+        d.add_text(f.url, &doc.url);
+        d.add_text(f.title, &display_title);
+        d.add_text(f.date, &doc.date);
+        d.add_text(f.content, format!("{}\n{}", doc.title, doc.text));
+        for (chunk_ord, chunk) in chunk_text(&doc.text, chunker).into_iter().enumerate() {
+            let c = self.chunk_fields;
+            let text = chunk.slice(&doc.text);
+            let mut cd = TantivyDocument::default();
+            cd.add_u64(c.doc_ord, ord);
+            cd.add_u64(c.chunk_ord, chunk_ord as u64);
+            cd.add_u64(c.start, chunk.start as u64);
+            cd.add_u64(c.end, chunk.end as u64);
+            cd.add_text(c.text, text);
+            cd.add_text(c.context, format!("{}\n{text}", doc.title));
+            self.chunks.add_document(cd)?;
+            self.chunk_count += 1;
+        }
+        d.add_text(f.body, doc.text);
+        self.docs.add_document(d)?;
+        self.doc_count += 1;
+        Ok(())
+    }
+}
+
+/// Replaces `out` with the finished `tmp` directory. An existing index is moved aside first and
+/// removed only once the new one is in place.
+fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
+    let old = out.with_file_name(format!(
+        ".{}.old-{}",
+        out.file_name().map_or("index".into(), |n| n.to_string_lossy().into_owned()),
+        std::process::id()
+    ));
+    let had_old = out.exists();
+    if had_old {
+        std::fs::rename(out, &old).map_err(|e| IndexError::io(out, e))?;
+    }
+    if let Err(e) = std::fs::rename(tmp, out) {
+        if had_old {
+            let _ = std::fs::rename(&old, out);
+        }
+        return Err(IndexError::io(out, e));
+    }
+    if had_old {
+        std::fs::remove_dir_all(&old).map_err(|e| IndexError::io(&old, e))?;
+    }
+    Ok(())
+}
+
+/// A progress bar with rate and ETA on a terminal; periodic log lines otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    label: String,
+    last_log: std::cell::Cell<Instant>,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(source: &str, file: &Path, expected: Option<u64>) -> Progress {
+        let label = format!(
+            "{source}: {}",
+            file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        );
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = match expected {
+                Some(n) => ProgressBar::new(n).with_style(
+                    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} docs {per_sec} eta {eta}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ),
+                None => ProgressBar::new_spinner().with_style(
+                    ProgressStyle::with_template("{spinner} {prefix} {pos} docs {per_sec} {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                ),
+            };
+            bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+            bar.set_prefix(label.clone());
+            bar
+        });
+        Progress {
+            bar,
+            label,
+            last_log: std::cell::Cell::new(Instant::now()),
+            started: Instant::now(),
+        }
+    }
+
+    fn tick(&self, documents: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(documents);
+        } else if self.last_log.get().elapsed() >= Duration::from_secs(10) {
+            self.last_log.set(Instant::now());
+            let rate = documents as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            info!(file = %self.label, documents, docs_per_s = rate.round(), "indexing");
+        }
+    }
+
+    fn finish(&self, report: &FileReport) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(report.documents);
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! `manifest.json`: what an index was built from and how, checked by every reader at open.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use stillweb_corpus::SourceFormat;
+use stillweb_corpus::chunk::ChunkerConfig;
+
+use crate::IndexError;
+
+/// Bumped whenever the on-disk layout or its meaning changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IndexManifest {
+    pub format_version: u32,
+    /// Deterministic id of this build: same sources, parameters and format → same id.
+    pub build_id: String,
+    pub stillweb_version: String,
+    /// Seconds since the Unix epoch when the build finished.
+    pub created_unix: u64,
+    pub corpus_name: String,
+    pub sources: Vec<SourceReport>,
+    pub chunker: ChunkerConfig,
+    pub analyzer: String,
+    pub documents: u64,
+    pub chunks: u64,
+    pub duplicates: u64,
+    pub bad_records: u64,
+}
+
+/// Per-source counts, as the build report prints them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SourceReport {
+    pub name: String,
+    pub format: SourceFormat,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    /// sha256 of the file, or of all files' `sha256sum` lines (see `stillweb_corpus::manifest`).
+    pub sha256: String,
+    pub files: Vec<FileReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FileReport {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    /// Documents read from the file (before duplicate removal).
+    pub documents: u64,
+    /// Documents dropped because an earlier one had the same normalised URL.
+    pub duplicates: u64,
+    pub bad_records: u64,
+    /// Records skipped on purpose, by reason (redirects, non-article namespaces).
+    pub skipped: BTreeMap<String, u64>,
+    /// Set when the file is not data (e.g. a multistream index beside its dump).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
+}
+
+impl SourceReport {
+    pub fn documents(&self) -> u64 {
+        self.files.iter().map(|f| f.documents).sum()
+    }
+
+    pub fn bad_records(&self) -> u64 {
+        self.files.iter().map(|f| f.bad_records).sum()
+    }
+}
+
+impl IndexManifest {
+    /// The build id: a digest of what determines the index's content.
+    pub fn compute_build_id(sources: &[SourceReport], chunker: &ChunkerConfig, analyzer: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(format!("format {FORMAT_VERSION}\nchunker {}\nanalyzer {analyzer}\n", chunker.max_chars));
+        for s in sources {
+            h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));
+        }
+        hex::encode(h.finalize())[..16].to_string()
+    }
+
+    pub fn read(dir: &Path) -> Result<IndexManifest, IndexError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| IndexError::Missing {
+            path: dir.to_path_buf(),
+            reason: format!("cannot read {}: {e}", path.display()),
+        })?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| IndexError::Damaged {
+            path: dir.to_path_buf(),
+            reason: format!("{MANIFEST_FILE} is not valid JSON: {e}"),
+        })?;
+        let found = value.get("format_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        if found != u64::from(FORMAT_VERSION) {
+            return Err(IndexError::FormatVersion {
+                path: dir.to_path_buf(),
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+                expected: FORMAT_VERSION,
+            });
+        }
+        serde_json::from_value(value).map_err(|e| IndexError::Damaged {
+            path: dir.to_path_buf(),
+            reason: format!("{MANIFEST_FILE}: {e}"),
+        })
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<(), IndexError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = serde_json::to_string_pretty(self).map_err(|e| IndexError::Damaged {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        std::fs::write(&path, text + "\n").map_err(|e| IndexError::io(&path, e))
+    }
+}

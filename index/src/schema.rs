@@ -1,0 +1,110 @@
+//! Field layout of the two tantivy indexes.
+
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+
+use crate::analyzer::ANALYZER;
+
+fn analyzed(stored: bool) -> TextOptions {
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(ANALYZER)
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let options = TextOptions::default().set_indexing_options(indexing);
+    if stored { options.set_stored() } else { options }
+}
+
+/// One tantivy document per page.
+#[derive(Debug, Clone, Copy)]
+pub struct DocFields {
+    /// Position of the document in the build (manifest order); the id the chunks refer to.
+    pub ord: Field,
+    /// Source-scoped id (BEIR `_id`, Wikipedia page id, ...).
+    pub doc_id: Field,
+    /// Normalised URL: the lookup key for visits.
+    pub url_key: Field,
+    /// Host of the normalised URL, for host restrictions.
+    pub host: Field,
+    /// URL as shown to agents.
+    pub url: Field,
+    pub title: Field,
+    pub date: Field,
+    /// Full text, stored for visits.
+    pub body: Field,
+    /// Title and body, analysed: what document-level BM25 scores.
+    pub content: Field,
+}
+
+impl DocFields {
+    pub fn schema() -> (Schema, DocFields) {
+        let mut b = Schema::builder();
+        let fields = DocFields {
+            ord: b.add_u64_field("ord", INDEXED | FAST | STORED),
+            doc_id: b.add_text_field("doc_id", STRING | STORED),
+            url_key: b.add_text_field("url_key", STRING),
+            host: b.add_text_field("host", STRING),
+            url: b.add_text_field("url", STORED),
+            title: b.add_text_field("title", STORED),
+            date: b.add_text_field("date", STORED),
+            body: b.add_text_field("body", STORED),
+            content: b.add_text_field("content", analyzed(false)),
+        };
+        (b.build(), fields)
+    }
+
+    pub fn from_schema(schema: &Schema) -> tantivy::Result<DocFields> {
+        Ok(DocFields {
+            ord: schema.get_field("ord")?,
+            doc_id: schema.get_field("doc_id")?,
+            url_key: schema.get_field("url_key")?,
+            host: schema.get_field("host")?,
+            url: schema.get_field("url")?,
+            title: schema.get_field("title")?,
+            date: schema.get_field("date")?,
+            body: schema.get_field("body")?,
+            content: schema.get_field("content")?,
+        })
+    }
+}
+
+/// One tantivy document per chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkFields {
+    /// `ord` of the chunk's document.
+    pub doc_ord: Field,
+    /// Position of the chunk within its document.
+    pub chunk_ord: Field,
+    /// Byte offsets of the chunk in the document body.
+    pub start: Field,
+    pub end: Field,
+    /// The chunk's text, stored for snippets.
+    pub text: Field,
+    /// Document title and chunk text, analysed: a chunk read without its title loses context.
+    pub context: Field,
+}
+
+impl ChunkFields {
+    pub fn schema() -> (Schema, ChunkFields) {
+        let mut b = Schema::builder();
+        let fields = ChunkFields {
+            doc_ord: b.add_u64_field("doc_ord", INDEXED | FAST | STORED),
+            chunk_ord: b.add_u64_field("chunk_ord", STORED),
+            start: b.add_u64_field("start", STORED),
+            end: b.add_u64_field("end", STORED),
+            text: b.add_text_field("text", STORED),
+            context: b.add_text_field("context", analyzed(false)),
+        };
+        (b.build(), fields)
+    }
+
+    pub fn from_schema(schema: &Schema) -> tantivy::Result<ChunkFields> {
+        Ok(ChunkFields {
+            doc_ord: schema.get_field("doc_ord")?,
+            chunk_ord: schema.get_field("chunk_ord")?,
+            start: schema.get_field("start")?,
+            end: schema.get_field("end")?,
+            text: schema.get_field("text")?,
+            context: schema.get_field("context")?,
+        })
+    }
+}
