@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stillweb_corpus::Document;
 use stillweb_corpus::chunk::{ChunkerConfig, chunk_text};
 use stillweb_corpus::ingest::{self, Item, SourceContext, derive_title};
 use stillweb_corpus::manifest::{CorpusManifest, sha256_file, source_digest};
 use stillweb_corpus::url_norm::{host_of, normalize_url};
-use stillweb_corpus::Document;
 use tantivy::{Index, IndexWriter, TantivyDocument};
 use tracing::{info, warn};
 
+use crate::IndexError;
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
-use crate::IndexError;
 
 /// Bad records logged one by one per file before the log switches to a summary.
 const BAD_RECORDS_LOGGED: u64 = 20;
@@ -56,19 +56,30 @@ pub struct BuildReport {
 }
 
 /// Builds the index described by `corpus` at `out`.
-pub fn build_index(corpus: &CorpusManifest, out: &Path, options: &BuildOptions) -> Result<BuildReport, IndexError> {
+pub fn build_index(
+    corpus: &CorpusManifest,
+    out: &Path,
+    options: &BuildOptions,
+) -> Result<BuildReport, IndexError> {
     let started = Instant::now();
     if out.exists() && !options.force {
-        return Err(IndexError::Exists { path: out.to_path_buf() });
+        return Err(IndexError::Exists {
+            path: out.to_path_buf(),
+        });
     }
     // Resolve every source and check checksums before any work, so a wrong path fails fast.
     let mut plans = Vec::new();
     for index in 0..corpus.sources.len() {
         plans.push(plan_source(corpus, index)?);
     }
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
-    let name = out.file_name().map_or("index".into(), |n| n.to_string_lossy().into_owned());
+    let name = out
+        .file_name()
+        .map_or("index".into(), |n| n.to_string_lossy().into_owned());
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
@@ -109,8 +120,12 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
     let mut hashes = Vec::new();
     for file in &files {
         let sha256 = sha256_file(file)?;
-        let bytes = std::fs::metadata(file).map_err(|e| IndexError::io(file, e))?.len();
-        let file_name = file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let bytes = std::fs::metadata(file)
+            .map_err(|e| IndexError::io(file, e))?
+            .len();
+        let file_name = file
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         hashes.push((file_name, sha256.clone()));
         reports.push(FileReport {
             path: file.display().to_string(),
@@ -142,7 +157,10 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
         files,
         context: SourceContext {
             name,
-            default_date: spec.default_date.clone().unwrap_or_else(|| "1970-01-01".into()),
+            default_date: spec
+                .default_date
+                .clone()
+                .unwrap_or_else(|| "1970-01-01".into()),
         },
         expected_documents: spec.expected_documents,
     })
@@ -203,7 +221,11 @@ fn build_into(
     merge_to_one_segment(&doc_index, writers.docs)?;
     merge_to_one_segment(&chunk_index, writers.chunks)?;
 
-    let duplicates = sources.iter().flat_map(|s| &s.files).map(|f| f.duplicates).sum();
+    let duplicates = sources
+        .iter()
+        .flat_map(|s| &s.files)
+        .map(|f| f.duplicates)
+        .sum();
     let bad_records = sources.iter().map(SourceReport::bad_records).sum();
     let manifest = IndexManifest {
         format_version: FORMAT_VERSION,
@@ -281,7 +303,9 @@ fn ingest_file(
             Item::Document(doc) => {
                 report.documents += 1;
                 // Readers validated the URL already.
-                let Ok(key) = normalize_url(&doc.url) else { continue };
+                let Ok(key) = normalize_url(&doc.url) else {
+                    continue;
+                };
                 if !seen_urls.insert(url_hash(&key)) {
                     report.duplicates += 1;
                     continue;
@@ -323,7 +347,12 @@ fn url_hash(key: &str) -> u128 {
 }
 
 impl Writers {
-    fn add(&mut self, doc: Document, url_key: &str, chunker: &ChunkerConfig) -> Result<(), IndexError> {
+    fn add(
+        &mut self,
+        doc: Document,
+        url_key: &str,
+        chunker: &ChunkerConfig,
+    ) -> Result<(), IndexError> {
         let ord = self.doc_count;
         let f = self.doc_fields;
         let display_title = if doc.title.trim().is_empty() {
@@ -365,7 +394,8 @@ impl Writers {
 fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
     let old = out.with_file_name(format!(
         ".{}.old-{}",
-        out.file_name().map_or("index".into(), |n| n.to_string_lossy().into_owned()),
+        out.file_name()
+            .map_or("index".into(), |n| n.to_string_lossy().into_owned()),
         std::process::id()
     ));
     let had_old = out.exists();
@@ -396,17 +426,22 @@ impl Progress {
     fn new(source: &str, file: &Path, expected: Option<u64>) -> Progress {
         let label = format!(
             "{source}: {}",
-            file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            file.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         );
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = match expected {
                 Some(n) => ProgressBar::new(n).with_style(
-                    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} docs {per_sec} eta {eta}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    ProgressStyle::with_template(
+                        "{prefix} [{bar:30}] {pos}/{len} docs {per_sec} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 ),
                 None => ProgressBar::new_spinner().with_style(
-                    ProgressStyle::with_template("{spinner} {prefix} {pos} docs {per_sec} {elapsed}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    ProgressStyle::with_template(
+                        "{spinner} {prefix} {pos} docs {per_sec} {elapsed}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 ),
             };
             bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));

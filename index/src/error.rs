@@ -13,13 +13,23 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
-    #[error("no index at {path}: {reason}; build one with `stillweb-indexer build --manifest FILE --out {path}`")]
+    #[error(
+        "no index at {path}: {reason}; build one with `stillweb-indexer build --manifest FILE --out {path}`"
+    )]
     Missing { path: PathBuf, reason: String },
-    #[error("index at {path} has format version {found}, this build reads version {expected}; rebuild it with `stillweb-indexer build`")]
-    FormatVersion { path: PathBuf, found: u32, expected: u32 },
+    #[error(
+        "index at {path} has format version {found}, this build reads version {expected}; rebuild it with `stillweb-indexer build`"
+    )]
+    FormatVersion {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     #[error("index at {path} is incomplete or damaged: {reason}; rebuild it")]
     Damaged { path: PathBuf, reason: String },
-    #[error("source `{source_name}`: {bad} of {total} records were bad ({share:.2}% > the allowed {max:.2}%); see the logged positions, fix the data or raise --max-bad-fraction")]
+    #[error(
+        "source `{source_name}`: {bad} of {total} records were bad ({share:.2}% > the allowed {max:.2}%); see the logged positions, fix the data or raise --max-bad-fraction"
+    )]
     TooManyBad {
         source_name: String,
         bad: u64,
@@ -27,8 +37,14 @@ pub enum IndexError {
         share: f64,
         max: f64,
     },
-    #[error("source `{source_name}` yielded {actual} documents but the manifest expects {expected}; the data changed or the manifest is stale")]
-    ExpectedCount { source_name: String, expected: u64, actual: u64 },
+    #[error(
+        "source `{source_name}` yielded {actual} documents but the manifest expects {expected}; the data changed or the manifest is stale"
+    )]
+    ExpectedCount {
+        source_name: String,
+        expected: u64,
+        actual: u64,
+    },
     #[error("{path} already exists; pass --force to replace it")]
     Exists { path: PathBuf },
     #[error("evaluation input {path}: {message}")]

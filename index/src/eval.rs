@@ -47,16 +47,25 @@ pub fn load_beir(dir: &Path) -> Result<BeirSet, IndexError> {
             continue;
         }
         let [qid, docid, score] = cols[..] else {
-            return Err(input_error(&qrels_path, format!("line {}: expected 3 tab-separated columns", i + 1)));
+            return Err(input_error(
+                &qrels_path,
+                format!("line {}: expected 3 tab-separated columns", i + 1),
+            ));
         };
-        let score: i32 = score
-            .trim()
-            .parse()
-            .map_err(|_| input_error(&qrels_path, format!("line {}: score `{score}` is not an integer", i + 1)))?;
-        qrels.entry(qid.to_string()).or_default().insert(docid.to_string(), score);
+        let score: i32 = score.trim().parse().map_err(|_| {
+            input_error(
+                &qrels_path,
+                format!("line {}: score `{score}` is not an integer", i + 1),
+            )
+        })?;
+        qrels
+            .entry(qid.to_string())
+            .or_default()
+            .insert(docid.to_string(), score);
     }
     let queries_path = dir.join("queries.jsonl");
-    let text = std::fs::read_to_string(&queries_path).map_err(|e| IndexError::io(&queries_path, e))?;
+    let text =
+        std::fs::read_to_string(&queries_path).map_err(|e| IndexError::io(&queries_path, e))?;
     #[derive(Deserialize)]
     struct Query {
         #[serde(rename = "_id")]
@@ -64,7 +73,11 @@ pub fn load_beir(dir: &Path) -> Result<BeirSet, IndexError> {
         text: String,
     }
     let mut queries = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let q: Query = serde_json::from_str(line)
             .map_err(|e| input_error(&queries_path, format!("line {}: {e}", i + 1)))?;
         if qrels.contains_key(&q.id) {
@@ -72,7 +85,10 @@ pub fn load_beir(dir: &Path) -> Result<BeirSet, IndexError> {
         }
     }
     if queries.is_empty() {
-        return Err(input_error(&queries_path, "no query has judgements in qrels/test.tsv"));
+        return Err(input_error(
+            &queries_path,
+            "no query has judgements in qrels/test.tsv",
+        ));
     }
     Ok(BeirSet { queries, qrels })
 }
@@ -88,26 +104,50 @@ pub fn ndcg_at(k: usize, ranked: &[String], judgements: &HashMap<String, i32>) -
         .sum();
     let mut ideal: Vec<i32> = judgements.values().copied().filter(|g| *g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
-    let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, g)| gain(*g) / (i as f64 + 2.0).log2()).sum();
+    let idcg: f64 = ideal
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, g)| gain(*g) / (i as f64 + 2.0).log2())
+        .sum();
     if idcg == 0.0 { 0.0 } else { dcg / idcg }
 }
 
 /// Share of the relevant documents found in the top k.
 pub fn recall_at(k: usize, ranked: &[String], judgements: &HashMap<String, i32>) -> f64 {
-    let relevant: HashSet<&String> = judgements.iter().filter(|(_, g)| **g > 0).map(|(id, _)| id).collect();
+    let relevant: HashSet<&String> = judgements
+        .iter()
+        .filter(|(_, g)| **g > 0)
+        .map(|(id, _)| id)
+        .collect();
     if relevant.is_empty() {
         return 0.0;
     }
-    let found = ranked.iter().take(k).filter(|id| relevant.contains(id)).count();
+    let found = ranked
+        .iter()
+        .take(k)
+        .filter(|id| relevant.contains(id))
+        .count();
     found as f64 / relevant.len() as f64
 }
 
 /// Runs every query with `k = 100` and averages nDCG@10 and Recall@100.
-pub fn evaluate_beir(index: &SearchIndex, set: &BeirSet, params: &SearchParams) -> Result<BeirScores, IndexError> {
-    let params = SearchParams { k: 100, ..params.clone() };
+pub fn evaluate_beir(
+    index: &SearchIndex,
+    set: &BeirSet,
+    params: &SearchParams,
+) -> Result<BeirScores, IndexError> {
+    let params = SearchParams {
+        k: 100,
+        ..params.clone()
+    };
     let (mut ndcg, mut recall) = (0.0, 0.0);
     for (qid, text) in &set.queries {
-        let ranked: Vec<String> = index.search(text, &params)?.into_iter().map(|h| h.doc_id).collect();
+        let ranked: Vec<String> = index
+            .search(text, &params)?
+            .into_iter()
+            .map(|h| h.doc_id)
+            .collect();
         let judgements = &set.qrels[qid];
         ndcg += ndcg_at(10, &ranked, judgements);
         recall += recall_at(100, &ranked, judgements);
@@ -153,7 +193,9 @@ pub fn load_items(path: &Path) -> Result<Vec<FabricatedItem>, IndexError> {
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| input_error(path, format!("line {}: {e}", i + 1))))
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| input_error(path, format!("line {}: {e}", i + 1)))
+        })
         .collect::<Result<_, _>>()?;
     if items.is_empty() {
         return Err(input_error(path, "no items"));
@@ -165,12 +207,23 @@ fn key(url: &str) -> String {
     normalize_url(url).unwrap_or_else(|_| url.to_string())
 }
 
-pub fn evaluate_items(index: &SearchIndex, items: &[FabricatedItem], params: &SearchParams) -> Result<ItemScores, IndexError> {
-    let params = SearchParams { k: 10, ..params.clone() };
+pub fn evaluate_items(
+    index: &SearchIndex,
+    items: &[FabricatedItem],
+    params: &SearchParams,
+) -> Result<ItemScores, IndexError> {
+    let params = SearchParams {
+        k: 10,
+        ..params.clone()
+    };
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
     for item in items {
-        let ranked: Vec<String> = index.search(&item.question, &params)?.iter().map(|h| key(&h.url)).collect();
+        let ranked: Vec<String> = index
+            .search(&item.question, &params)?
+            .iter()
+            .map(|h| key(&h.url))
+            .collect();
         let gold = key(&item.gold_url);
         let gold_rank = ranked.iter().position(|u| *u == gold);
         at1 += usize::from(gold_rank == Some(0));

@@ -38,7 +38,9 @@ pub fn fuse(method: Fusion, signals: &[Signal<'_>]) -> Vec<(u64, f32)> {
                     .scores
                     .iter()
                     .filter(|(_, s)| s.is_finite())
-                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &(_, s)| (lo.min(s), hi.max(s)));
+                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &(_, s)| {
+                        (lo.min(s), hi.max(s))
+                    });
                 let span = hi - lo;
                 for &(id, s) in signal.scores {
                     let norm = if !s.is_finite() {
@@ -83,7 +85,19 @@ mod tests {
     fn weighted_normalises_each_signal() {
         let a = [(1, 10.0), (2, 5.0), (3, 0.0)];
         let b = [(3, 1.0), (2, 0.5)];
-        let out = fuse(Fusion::Weighted, &[Signal { weight: 1.0, scores: &a }, Signal { weight: 1.0, scores: &b }]);
+        let out = fuse(
+            Fusion::Weighted,
+            &[
+                Signal {
+                    weight: 1.0,
+                    scores: &a,
+                },
+                Signal {
+                    weight: 1.0,
+                    scores: &b,
+                },
+            ],
+        );
         // 1: 1.0 + 0; 2: 0.5 + 0; 3: 0 + 1.0 → tie between 1 and 3 broken by id.
         assert_eq!(out, [(1, 1.0), (3, 1.0), (2, 0.5)]);
     }
@@ -92,7 +106,19 @@ mod tests {
     fn rrf_uses_ranks() {
         let a = [(1, 3.0), (2, 2.0)];
         let b = [(2, 9.0), (1, 1.0)];
-        let out = fuse(Fusion::Rrf { k: 60.0 }, &[Signal { weight: 1.0, scores: &a }, Signal { weight: 1.0, scores: &b }]);
+        let out = fuse(
+            Fusion::Rrf { k: 60.0 },
+            &[
+                Signal {
+                    weight: 1.0,
+                    scores: &a,
+                },
+                Signal {
+                    weight: 1.0,
+                    scores: &b,
+                },
+            ],
+        );
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
         assert!((out[0].1 - out[1].1).abs() < 1e-9);
     }
@@ -105,7 +131,11 @@ mod tests {
     /// The obvious oracle: for one signal with weight 1, weighted fusion preserves its order.
     fn naive_order(scores: &[(u64, f32)]) -> Vec<u64> {
         let mut v = scores.to_vec();
-        v.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.0.cmp(&b.0)));
+        v.sort_by(|a, b| {
+            b.1.partial_cmp(&a.1)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.0.cmp(&b.0))
+        });
         v.into_iter().map(|x| x.0).collect()
     }
 

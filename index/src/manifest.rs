@@ -74,9 +74,16 @@ impl SourceReport {
 
 impl IndexManifest {
     /// The build id: a digest of what determines the index's content.
-    pub fn compute_build_id(sources: &[SourceReport], chunker: &ChunkerConfig, analyzer: &str) -> String {
+    pub fn compute_build_id(
+        sources: &[SourceReport],
+        chunker: &ChunkerConfig,
+        analyzer: &str,
+    ) -> String {
         let mut h = Sha256::new();
-        h.update(format!("format {FORMAT_VERSION}\nchunker {}\nanalyzer {analyzer}\n", chunker.max_chars));
+        h.update(format!(
+            "format {FORMAT_VERSION}\nchunker {}\nanalyzer {analyzer}\n",
+            chunker.max_chars
+        ));
         for s in sources {
             h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));
         }
@@ -89,11 +96,15 @@ impl IndexManifest {
             path: dir.to_path_buf(),
             reason: format!("cannot read {}: {e}", path.display()),
         })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| IndexError::Damaged {
-            path: dir.to_path_buf(),
-            reason: format!("{MANIFEST_FILE} is not valid JSON: {e}"),
-        })?;
-        let found = value.get("format_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| IndexError::Damaged {
+                path: dir.to_path_buf(),
+                reason: format!("{MANIFEST_FILE} is not valid JSON: {e}"),
+            })?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         if found != u64::from(FORMAT_VERSION) {
             return Err(IndexError::FormatVersion {
                 path: dir.to_path_buf(),

@@ -9,10 +9,10 @@ use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use crate::IndexError;
 use crate::analyzer::{ANALYZER, english};
 use crate::manifest::IndexManifest;
 use crate::schema::{ChunkFields, DocFields};
-use crate::IndexError;
 
 /// A page as stored for visits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +52,10 @@ fn open_part(dir: &Path, part: &str) -> Result<(Index, IndexReader), IndexError>
         reason: format!("cannot open {}: {e}", path.display()),
     })?;
     index.tokenizers().register(ANALYZER, english());
-    let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+    let reader = index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()?;
     Ok((index, reader))
 }
 
@@ -71,7 +74,10 @@ impl SearchIndex {
         let (chunks, chunk_reader) = open_part(dir, "chunks")?;
         let doc_fields = DocFields::from_schema(&docs.schema())?;
         let chunk_fields = ChunkFields::from_schema(&chunks.schema())?;
-        let (doc_count, chunk_count) = (doc_reader.searcher().num_docs(), chunk_reader.searcher().num_docs());
+        let (doc_count, chunk_count) = (
+            doc_reader.searcher().num_docs(),
+            chunk_reader.searcher().num_docs(),
+        );
         if doc_count != manifest.documents || chunk_count != manifest.chunks {
             return Err(IndexError::Damaged {
                 path: dir.to_path_buf(),
@@ -119,12 +125,24 @@ impl SearchIndex {
         }
     }
 
-    pub(crate) fn stored_doc(&self, searcher: &Searcher, address: DocAddress) -> Result<StoredDoc, IndexError> {
+    pub(crate) fn stored_doc(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<StoredDoc, IndexError> {
         let doc: TantivyDocument = searcher.doc(address)?;
         let f = self.doc_fields;
-        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let text = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
         Ok(StoredDoc {
-            ord: doc.get_first(f.ord).and_then(|v| v.as_u64()).unwrap_or_default(),
+            ord: doc
+                .get_first(f.ord)
+                .and_then(|v| v.as_u64())
+                .unwrap_or_default(),
             doc_id: text(f.doc_id),
             url: text(f.url),
             title: text(f.title),

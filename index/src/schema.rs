@@ -11,7 +11,11 @@ fn analyzed(stored: bool) -> TextOptions {
         .set_tokenizer(ANALYZER)
         .set_index_option(IndexRecordOption::WithFreqsAndPositions);
     let options = TextOptions::default().set_indexing_options(indexing);
-    if stored { options.set_stored() } else { options }
+    if stored {
+        options.set_stored()
+    } else {
+        options
+    }
 }
 
 /// One tantivy document per page.

@@ -70,7 +70,10 @@ impl SearchIndex {
         // Stage 1: candidate documents.
         let doc_searcher = self.doc_reader.searcher();
         let doc_query = bag_of_words(self.doc_fields.content, &terms);
-        let top = doc_searcher.search(&doc_query, &TopDocs::with_limit(params.candidates.max(1)).order_by_score())?;
+        let top = doc_searcher.search(
+            &doc_query,
+            &TopDocs::with_limit(params.candidates.max(1)).order_by_score(),
+        )?;
         let mut candidates: Vec<(u64, f32, DocAddress)> = Vec::with_capacity(top.len());
         for (score, address) in top {
             let column = ord_column(doc_searcher.segment_reader(address.segment_ord), "ord")?;
@@ -86,24 +89,45 @@ impl SearchIndex {
 
         // Stage 2: best chunk per candidate.
         let chunk_searcher = self.chunk_reader.searcher();
-        let restrict = TermSetQuery::new(candidates.iter().map(|c| Term::from_field_u64(self.chunk_fields.doc_ord, c.0)));
+        let restrict = TermSetQuery::new(
+            candidates
+                .iter()
+                .map(|c| Term::from_field_u64(self.chunk_fields.doc_ord, c.0)),
+        );
         let chunk_query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(bag_of_words(self.chunk_fields.context, &terms)) as Box<dyn Query>),
-            (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(restrict), 0.0))),
+            (
+                Occur::Must,
+                Box::new(bag_of_words(self.chunk_fields.context, &terms)) as Box<dyn Query>,
+            ),
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(Box::new(restrict), 0.0)),
+            ),
         ]);
         let best = chunk_searcher.search(&chunk_query, &BestChunkPerDoc)?;
-        let chunk_scores: Vec<(u64, f32)> = best.iter().map(|(ord, (score, _))| (*ord, *score)).collect();
+        let chunk_scores: Vec<(u64, f32)> = best
+            .iter()
+            .map(|(ord, (score, _))| (*ord, *score))
+            .collect();
 
         let fused = fuse(
             params.fusion,
             &[
-                Signal { weight: params.chunk_weight, scores: &chunk_scores },
-                Signal { weight: params.doc_weight, scores: &doc_scores },
+                Signal {
+                    weight: params.chunk_weight,
+                    scores: &chunk_scores,
+                },
+                Signal {
+                    weight: params.doc_weight,
+                    scores: &doc_scores,
+                },
             ],
         );
         let mut hits = Vec::with_capacity(params.k.min(fused.len()));
         for (ord, score) in fused.into_iter().take(params.k) {
-            let Some(&address) = address_of.get(&ord) else { continue };
+            let Some(&address) = address_of.get(&ord) else {
+                continue;
+            };
             let doc = self.stored_doc(&doc_searcher, address)?;
             let snippet = match best.get(&ord) {
                 Some((_, chunk_address)) => {
@@ -130,7 +154,11 @@ impl SearchIndex {
     }
 
     /// Stage-1 scores only (document BM25), for evaluation and debugging.
-    pub fn search_documents(&self, query: &str, limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+    pub fn search_documents(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
         let terms = self.analyze(query);
         if terms.is_empty() {
             return Ok(Vec::new());
@@ -142,7 +170,9 @@ impl SearchIndex {
         )?;
         let mut out = Vec::with_capacity(top.len());
         for (score, address) in top {
-            if let Some(ord) = ord_column(searcher.segment_reader(address.segment_ord), "ord")?.first(address.doc_id) {
+            if let Some(ord) = ord_column(searcher.segment_reader(address.segment_ord), "ord")?
+                .first(address.doc_id)
+            {
                 out.push((ord, score));
             }
         }
@@ -185,7 +215,8 @@ type BestChunks = HashMap<u64, (Score, DocAddress)>;
 fn keep_better(best: &mut BestChunks, ord: u64, candidate: (Score, DocAddress)) {
     best.entry(ord)
         .and_modify(|current| {
-            let better = candidate.0 > current.0 || (candidate.0 == current.0 && candidate.1 < current.1);
+            let better =
+                candidate.0 > current.0 || (candidate.0 == current.0 && candidate.1 < current.1);
             if better {
                 *current = candidate;
             }
@@ -197,7 +228,11 @@ impl Collector for BestChunkPerDoc {
     type Fruit = BestChunks;
     type Child = BestChunkSegment;
 
-    fn for_segment(&self, segment_ord: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<BestChunkSegment> {
+    fn for_segment(
+        &self,
+        segment_ord: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<BestChunkSegment> {
         Ok(BestChunkSegment {
             segment_ord,
             doc_ords: segment.fast_fields().u64("doc_ord")?,
@@ -231,7 +266,11 @@ impl SegmentCollector for BestChunkSegment {
 
     fn collect(&mut self, doc: DocId, score: Score) {
         if let Some(ord) = self.doc_ords.first(doc) {
-            keep_better(&mut self.best, ord, (score, DocAddress::new(self.segment_ord, doc)));
+            keep_better(
+                &mut self.best,
+                ord,
+                (score, DocAddress::new(self.segment_ord, doc)),
+            );
         }
     }
 

@@ -10,7 +10,11 @@ use stillweb_index::fusion::Fusion;
 use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index};
 
 #[derive(Parser, Debug)]
-#[command(name = "stillweb-indexer", version, about = "Build and evaluate stillweb indexes")]
+#[command(
+    name = "stillweb-indexer",
+    version,
+    about = "Build and evaluate stillweb indexes"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -84,7 +88,8 @@ impl RankingArgs {
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,tantivy=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tantivy=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -107,8 +112,9 @@ fn main() -> anyhow::Result<()> {
                 force,
                 ..BuildOptions::default()
             };
-            let report = build_index(&corpus, &out, &options)
-                .with_context(|| format!("building {} from {}", out.display(), manifest.display()))?;
+            let report = build_index(&corpus, &out, &options).with_context(|| {
+                format!("building {} from {}", out.display(), manifest.display())
+            })?;
             for source in &report.manifest.sources {
                 for file in &source.files {
                     eprintln!(
@@ -119,13 +125,21 @@ fn main() -> anyhow::Result<()> {
                         file.duplicates,
                         file.bad_records,
                         file.skipped,
-                        file.ignored.as_deref().map(|r| format!("  (ignored: {r})")).unwrap_or_default()
+                        file.ignored
+                            .as_deref()
+                            .map(|r| format!("  (ignored: {r})"))
+                            .unwrap_or_default()
                     );
                 }
             }
             println!("{}", serde_json::to_string_pretty(&report.manifest)?);
         }
-        Command::Eval { index, beir, items, ranking } => {
+        Command::Eval {
+            index,
+            beir,
+            items,
+            ranking,
+        } => {
             let index = SearchIndex::open(&index)?;
             let params = ranking.params();
             let output = if let Some(dir) = beir {

@@ -1,1 +1,108 @@
-//! stub
+//! The stillweb HTTP service: `web_search` (`POST /v1/search`) and `visit_web` (`POST /v1/visit`)
+//! over a read-only index, with per-session seen-URL rules.
+//!
+//! [`app`] builds the router from an [`AppState`], so tests can drive the whole API in process;
+//! [`run`] opens the index, warms it up, binds, and serves until SIGINT/SIGTERM.
+
+pub mod config;
+pub mod error;
+mod pool;
+pub mod routes;
+pub mod session;
+pub mod state;
+
+use std::time::Instant;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use stillweb_index::SearchIndex;
+use tower_http::trace::TraceLayer;
+use tracing::info;
+
+pub use config::{Args, Config};
+pub use state::AppState;
+
+/// The router with every endpoint.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/search", post(routes::search::search))
+        .route("/v1/visit", post(routes::visit::visit))
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .fallback(routes::fallback)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Opens the index and builds the state; runs one query so the first request is not slow.
+pub fn prepare(config: Config) -> anyhow::Result<AppState> {
+    let started = Instant::now();
+    let index = SearchIndex::open(&config.index)?;
+    let manifest = index.manifest();
+    info!(
+        index = %config.index.display(),
+        build_id = %manifest.build_id,
+        corpus = %manifest.corpus_name,
+        documents = manifest.documents,
+        chunks = manifest.chunks,
+        "index opened"
+    );
+    let warm = index
+        .search("warm up", &config.search)
+        .context("warm-up query failed")?;
+    info!(
+        results = warm.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "warmed up"
+    );
+    let state = AppState::new(index, config).context("cannot start the search thread pool")?;
+    state.set_ready(true);
+    Ok(state)
+}
+
+/// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, and exits.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    info!(config = ?config, "starting");
+    let listen = config.listen;
+    let state = tokio::task::spawn_blocking(move || prepare(config)).await??;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let local = listener.local_addr()?;
+    info!(address = %local, "listening");
+    // One line on stdout for scripts and tests that start the server on port 0.
+    println!("stillweb-server listening on http://{local}");
+    let drain_state = state.clone();
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            drain_state.set_ready(false);
+            info!("shutting down: finishing in-flight requests");
+        })
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,108 @@
+//! Command-line flags (each also readable from an environment variable), validated once into the
+//! typed [`Config`] the server runs with.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use stillweb_index::SearchParams;
+
+use crate::session::SessionLimits;
+
+/// Raw flags as given.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "stillweb-server",
+    version,
+    about = "Serve web_search and visit_web over a stillweb index"
+)]
+pub struct Args {
+    /// Index directory built by `stillweb-indexer build`.
+    #[arg(long, env = "STILLWEB_INDEX")]
+    pub index: PathBuf,
+    /// Address to listen on; port 0 picks a free port (the chosen address is printed on stdout).
+    #[arg(long, env = "STILLWEB_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Threads that run searches (tantivy queries, fusion, document fetches); 0 = one per core.
+    #[arg(long, env = "STILLWEB_SEARCH_THREADS", default_value_t = 0)]
+    pub search_threads: usize,
+    /// Seconds after which a search is abandoned with a 504.
+    #[arg(long, env = "STILLWEB_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "STILLWEB_MAX_BODY_BYTES", default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+    /// Longest accepted query, in characters.
+    #[arg(long, env = "STILLWEB_MAX_QUERY_CHARS", default_value_t = 2048)]
+    pub max_query_chars: usize,
+    /// Seconds a session may stay idle before it is forgotten.
+    #[arg(long, env = "STILLWEB_SESSION_TTL_SECS", default_value_t = 3600)]
+    pub session_ttl_secs: u64,
+    /// Most sessions kept at once; the least recently used is evicted beyond it.
+    #[arg(long, env = "STILLWEB_MAX_SESSIONS", default_value_t = 100_000)]
+    pub max_sessions: usize,
+    /// Most URLs remembered per session; the oldest are forgotten beyond it.
+    #[arg(long, env = "STILLWEB_MAX_URLS_PER_SESSION", default_value_t = 10_000)]
+    pub max_urls_per_session: usize,
+    /// Candidate documents that stage 1 hands to stage 2.
+    #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
+    pub candidates: usize,
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub index: PathBuf,
+    pub listen: SocketAddr,
+    pub search_threads: usize,
+    pub request_timeout: Duration,
+    pub max_body_bytes: usize,
+    pub max_query_chars: usize,
+    pub sessions: SessionLimits,
+    pub search: SearchParams,
+}
+
+impl Args {
+    pub fn validate(self) -> Result<Config, String> {
+        if self.request_timeout_secs == 0 {
+            return Err("--request-timeout-secs must be at least 1".into());
+        }
+        if self.max_query_chars == 0 || self.max_body_bytes < 1024 {
+            return Err(
+                "--max-query-chars must be positive and --max-body-bytes at least 1024".into(),
+            );
+        }
+        if !(1..=1000).contains(&self.candidates) {
+            return Err(format!(
+                "--candidates must be between 1 and 1000, got {}",
+                self.candidates
+            ));
+        }
+        if self.max_sessions == 0 || self.max_urls_per_session == 0 || self.session_ttl_secs == 0 {
+            return Err("session limits (--max-sessions, --max-urls-per-session, --session-ttl-secs) must be positive".into());
+        }
+        let search_threads = if self.search_threads == 0 {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        } else {
+            self.search_threads
+        };
+        Ok(Config {
+            index: self.index,
+            listen: self.listen,
+            search_threads,
+            request_timeout: Duration::from_secs(self.request_timeout_secs),
+            max_body_bytes: self.max_body_bytes,
+            max_query_chars: self.max_query_chars,
+            sessions: SessionLimits {
+                idle_ttl: Duration::from_secs(self.session_ttl_secs),
+                max_sessions: self.max_sessions,
+                max_urls_per_session: self.max_urls_per_session,
+            },
+            search: SearchParams {
+                candidates: self.candidates,
+                ..SearchParams::default()
+            },
+        })
+    }
+}

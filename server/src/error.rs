@@ -1,0 +1,99 @@
+//! The API's error vocabulary: one small code enum, mapped to HTTP status by an exhaustive match,
+//! and one stable body: `{"error": {"code": "url_not_seen", "message": "..."}}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// Stable, machine-readable error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request is malformed or a parameter is out of range.
+    InvalidRequest,
+    /// The endpoint needs a session and none was given.
+    SessionRequired,
+    /// The URL exists in the corpus but was not shown to this session.
+    UrlNotSeen,
+    /// The URL is not in the corpus.
+    UrlNotFound,
+    /// No such endpoint.
+    RouteNotFound,
+    /// The request body is larger than the server accepts.
+    PayloadTooLarge,
+    /// The search did not finish within the request timeout.
+    Timeout,
+    /// The server is starting or shutting down.
+    NotReady,
+    /// A bug or an I/O failure; details are in the server log.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidRequest => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::SessionRequired => StatusCode::BAD_REQUEST,
+            ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
+            ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// An error answered to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(ErrorCode::InvalidRequest, message)
+    }
+
+    /// Logs the cause and answers a generic message: internals stay out of responses.
+    pub fn internal(cause: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %cause, "internal error");
+        ApiError::new(
+            ErrorCode::Internal,
+            "internal error; the cause is in the server log",
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: ErrorCode,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Body {
+            error: Inner {
+                code: self.code,
+                message: &self.message,
+            },
+        };
+        (self.code.status(), Json(body)).into_response()
+    }
+}

@@ -1,0 +1,282 @@
+//! Sessions: what each agent episode has been shown, so that visits can be limited to it.
+//!
+//! Bounded three ways: an idle TTL, a maximum number of sessions (the least recently used is
+//! evicted), and a maximum number of URLs per session (the oldest are forgotten first). Sessions
+//! never share state. Time is passed in, so tests can drive expiry without sleeping.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Limits of the session store.
+#[derive(Debug, Clone)]
+pub struct SessionLimits {
+    pub idle_ttl: Duration,
+    pub max_sessions: usize,
+    pub max_urls_per_session: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            idle_ttl: Duration::from_secs(3600),
+            max_sessions: 100_000,
+            max_urls_per_session: 10_000,
+        }
+    }
+}
+
+/// Longest accepted session id.
+pub const MAX_SESSION_ID_LEN: usize = 128;
+
+/// Whether `id` is an acceptable session id: 1–128 characters of `[A-Za-z0-9._:-]`.
+pub fn valid_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_SESSION_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+#[derive(Debug)]
+struct Session {
+    seen: HashSet<String>,
+    order: VecDeque<String>,
+    last_used: Instant,
+    /// Position in the LRU order.
+    tick: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<String, Session>,
+    /// (tick, id), oldest first.
+    lru: BTreeSet<(u64, String)>,
+    next_tick: u64,
+}
+
+/// In-memory session store, safe to share between request handlers.
+#[derive(Debug)]
+pub struct SessionStore {
+    limits: SessionLimits,
+    inner: Mutex<Inner>,
+}
+
+impl SessionStore {
+    pub fn new(limits: SessionLimits) -> SessionStore {
+        SessionStore {
+            limits,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave the maps inconsistent in a way that matters
+        // more than refusing every request afterwards would.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Remembers that `session` was shown `urls` (normalised keys).
+    pub fn record(&self, session: &str, urls: impl IntoIterator<Item = String>, now: Instant) {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        if !inner.sessions.contains_key(session) {
+            while inner.sessions.len() >= self.limits.max_sessions.max(1) {
+                let Some((_, oldest)) = inner.lru.pop_first() else {
+                    break;
+                };
+                inner.sessions.remove(&oldest);
+            }
+            inner.sessions.insert(
+                session.to_string(),
+                Session {
+                    seen: HashSet::new(),
+                    order: VecDeque::new(),
+                    last_used: now,
+                    tick: 0,
+                },
+            );
+        }
+        let tick = touch(&mut inner, session, now);
+        let max_urls = self.limits.max_urls_per_session.max(1);
+        if let Some(s) = inner.sessions.get_mut(session) {
+            s.tick = tick;
+            for url in urls {
+                if s.seen.insert(url.clone()) {
+                    s.order.push_back(url);
+                    if s.order.len() > max_urls {
+                        if let Some(old) = s.order.pop_front() {
+                            s.seen.remove(&old);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `session` has been shown `url` (a normalised key). Counts as activity.
+    pub fn has_seen(&self, session: &str, url: &str, now: Instant) -> bool {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        if !inner.sessions.contains_key(session) {
+            return false;
+        }
+        touch(&mut inner, session, now);
+        inner
+            .sessions
+            .get(session)
+            .is_some_and(|s| s.seen.contains(url))
+    }
+
+    /// Sessions alive at `now`.
+    pub fn active(&self, now: Instant) -> usize {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        inner.sessions.len()
+    }
+
+    fn expire(&self, inner: &mut Inner, now: Instant) {
+        while let Some((_, id)) = inner.lru.first().cloned() {
+            let expired = inner
+                .sessions
+                .get(&id)
+                .is_none_or(|s| now.saturating_duration_since(s.last_used) >= self.limits.idle_ttl);
+            if !expired {
+                break;
+            }
+            inner.lru.pop_first();
+            inner.sessions.remove(&id);
+        }
+    }
+}
+
+/// Marks `session` as used at `now`, moving it to the young end of the LRU order.
+fn touch(inner: &mut Inner, session: &str, now: Instant) -> u64 {
+    inner.next_tick += 1;
+    let tick = inner.next_tick;
+    if let Some(s) = inner.sessions.get_mut(session) {
+        let old = (s.tick, session.to_string());
+        s.tick = tick;
+        s.last_used = now;
+        inner.lru.remove(&old);
+        inner.lru.insert((tick, session.to_string()));
+    }
+    tick
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn store(ttl: u64, max_sessions: usize, max_urls: usize) -> SessionStore {
+        SessionStore::new(SessionLimits {
+            idle_ttl: Duration::from_secs(ttl),
+            max_sessions,
+            max_urls_per_session: max_urls,
+        })
+    }
+
+    #[test]
+    fn sessions_are_isolated() {
+        let s = store(60, 10, 10);
+        let t = Instant::now();
+        s.record("a", ["u1".to_string()], t);
+        assert!(s.has_seen("a", "u1", t));
+        assert!(!s.has_seen("b", "u1", t));
+        assert!(!s.has_seen("a", "u2", t));
+    }
+
+    #[test]
+    fn idle_sessions_expire_and_use_keeps_them_alive() {
+        let s = store(10, 10, 10);
+        let t = Instant::now();
+        s.record("a", ["u".to_string()], t);
+        assert!(s.has_seen("a", "u", t + Duration::from_secs(9)));
+        assert!(s.has_seen("a", "u", t + Duration::from_secs(18)));
+        assert!(!s.has_seen("a", "u", t + Duration::from_secs(28)));
+        assert_eq!(s.active(t + Duration::from_secs(28)), 0);
+    }
+
+    #[test]
+    fn least_recently_used_session_is_evicted_at_capacity() {
+        let s = store(60, 2, 10);
+        let t = Instant::now();
+        s.record("a", ["u".to_string()], t);
+        s.record("b", ["u".to_string()], t);
+        assert!(s.has_seen("a", "u", t)); // a is now younger than b
+        s.record("c", ["u".to_string()], t);
+        assert!(s.has_seen("a", "u", t));
+        assert!(!s.has_seen("b", "u", t));
+        assert!(s.has_seen("c", "u", t));
+    }
+
+    #[test]
+    fn oldest_urls_are_forgotten_past_the_per_session_limit() {
+        let s = store(60, 2, 2);
+        let t = Instant::now();
+        s.record("a", ["u1", "u2", "u3"].map(String::from), t);
+        assert!(!s.has_seen("a", "u1", t));
+        assert!(s.has_seen("a", "u2", t) && s.has_seen("a", "u3", t));
+    }
+
+    #[test]
+    fn session_ids_are_validated() {
+        assert!(valid_session_id("episode-42_a:b.c"));
+        for bad in ["", "has space", "slash/", "ünï", &"x".repeat(129)] {
+            assert!(!valid_session_id(bad), "{bad}");
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Record(u8, u8),
+        Check(u8, u8),
+        Wait(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..5, 0u8..6).prop_map(|(s, u)| Op::Record(s, u)),
+            (0u8..5, 0u8..6).prop_map(|(s, u)| Op::Check(s, u)),
+            (0u64..8).prop_map(Op::Wait),
+        ]
+    }
+
+    proptest! {
+        /// Against a model map with no capacity limits (limits set high), only the TTL applies.
+        #[test]
+        fn matches_a_model_map_under_ttl(ops in proptest::collection::vec(op(), 0..60)) {
+            let s = store(10, 1000, 1000);
+            let start = Instant::now();
+            let mut now = 0u64;
+            let mut model: HashMap<u8, (u64, HashSet<u8>)> = HashMap::new();
+            for op in ops {
+                let at = start + Duration::from_secs(now);
+                model.retain(|_, (last, _)| now - *last < 10);
+                match op {
+                    Op::Record(id, url) => {
+                        s.record(&id.to_string(), [url.to_string()], at);
+                        let entry = model.entry(id).or_insert((now, HashSet::new()));
+                        entry.0 = now;
+                        entry.1.insert(url);
+                    }
+                    Op::Check(id, url) => {
+                        let expected = model.get(&id).is_some_and(|(_, urls)| urls.contains(&url));
+                        prop_assert_eq!(s.has_seen(&id.to_string(), &url.to_string(), at), expected);
+                        if let Some(entry) = model.get_mut(&id) {
+                            entry.0 = now;
+                        }
+                    }
+                    Op::Wait(secs) => now += secs,
+                }
+                prop_assert_eq!(s.active(start + Duration::from_secs(now)), {
+                    model.retain(|_, (last, _)| now - *last < 10);
+                    model.len()
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use stillweb_index::SearchIndex;
+
+use crate::config::Config;
+use crate::pool::SearchPool;
+use crate::session::SessionStore;
+
+/// Shared application state (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub index: Arc<SearchIndex>,
+    pub sessions: Arc<SessionStore>,
+    pub pool: SearchPool,
+    pub config: Arc<Config>,
+    ready: Arc<AtomicBool>,
+}
+
+impl AppState {
+    pub fn new(index: SearchIndex, config: Config) -> std::io::Result<AppState> {
+        Ok(AppState {
+            index: Arc::new(index),
+            sessions: Arc::new(SessionStore::new(config.sessions.clone())),
+            pool: SearchPool::new(config.search_threads)?,
+            config: Arc::new(config),
+            ready: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    pub fn build_id(&self) -> &str {
+        &self.index.manifest().build_id
+    }
+}
