@@ -1,0 +1,192 @@
+//! The indexer's command line on the real samples: per-source counts, failure modes, and the
+//! retrieval-quality floor of the BM25-only two-stage pipeline on SciFact.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("STILLWEB_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/data"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("SKIPPED: shared data folder {} not found (set STILLWEB_SHARED_DATA)", dir.display());
+        None
+    }
+}
+
+fn indexer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stillweb-indexer"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run stillweb-indexer")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "indexer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON on stdout")
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn samples_manifest_reports_per_source_counts() {
+    let Some(_) = shared_data() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("samples");
+    let manifest = repo().join("corpus-manifests/samples.toml");
+    let report = json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
+    let files: Vec<&serde_json::Value> = report["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .flat_map(|s| s["files"].as_array().expect("files"))
+        .collect();
+    let documents = |suffix: &str| {
+        files
+            .iter()
+            .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
+            .map(|f| f["documents"].as_u64().expect("count"))
+            .unwrap_or_else(|| panic!("no file {suffix}"))
+    };
+    assert_eq!(documents("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"), 106);
+    assert_eq!(documents("enwiki-table-markup.xml.bz2"), 5);
+    assert_eq!(documents("wikipedia2vec_enwiki-pages-articles-sample.xml.bz2"), 2);
+    assert_eq!(documents("fabricated/documents.jsonl"), 2250);
+    assert_eq!(documents("cc-main-2019-30_dolma_en.parquet"), 274);
+    let redirects = files
+        .iter()
+        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with("shortened.bz2")))
+        .map(|f| f["skipped"]["redirect"].as_u64())
+        .flatten();
+    assert_eq!(redirects, Some(100));
+    // The multistream copy repeats the main sample page for page: one of the two is all duplicates.
+    let duplicates: u64 = report["duplicates"].as_u64().expect("duplicates");
+    assert!(duplicates >= 106, "{duplicates}");
+    assert!(out.join("manifest.json").is_file());
+    // Nothing temporary is left beside the published index.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn failures_say_what_and_leave_nothing_half_built() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("docs.jsonl");
+    std::fs::write(
+        &data,
+        "{\"id\": \"1\", \"url\": \"https://a.example/1\", \"title\": \"One\", \"text\": \"First page.\"}\nnot json\n{\"id\": \"3\", \"text\": \"\"}\n",
+    )
+    .expect("write");
+    let manifest = dir.path().join("m.toml");
+    std::fs::write(&manifest, "name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n").expect("write");
+    let out = dir.path().join("index");
+
+    // 2 of 3 records are bad: past the default 1% threshold.
+    let failed = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]);
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("2 of 3 records were bad"), "{stderr}");
+    assert!(stderr.contains("line 2") && stderr.contains("invalid JSON"), "{stderr}");
+    assert!(!out.exists(), "a failed build publishes nothing");
+
+    // Allowed with a higher threshold.
+    let ok = indexer(&[
+        "build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--max-bad-fraction", "0.7",
+    ]);
+    assert_eq!(json(&ok)["documents"], 1);
+
+    // An existing index is not replaced without --force.
+    let again = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pass --force"));
+
+    // Checksums and expected counts are verified.
+    std::fs::write(
+        &manifest,
+        format!("name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\nsha256 = \"{}\"\n", "0".repeat(64)),
+    )
+    .expect("write");
+    let bad_sum = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--force"]);
+    assert!(String::from_utf8_lossy(&bad_sum.stderr).contains("checksum mismatch"));
+    std::fs::write(
+        &manifest,
+        "name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\nexpected_documents = 5\n",
+    )
+    .expect("write");
+    let bad_count = indexer(&[
+        "build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--force", "--max-bad-fraction", "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&bad_count.stderr);
+    assert!(stderr.contains("yielded 1 documents but the manifest expects 5"), "{stderr}");
+    // The earlier good index is still there and still opens.
+    let eval_items = dir.path().join("items.jsonl");
+    std::fs::write(&eval_items, "{\"id\": \"i\", \"question\": \"first page\", \"gold_url\": \"https://a.example/1\"}\n")
+        .expect("write");
+    let scores = json(&indexer(&["eval", "--index", path_str(&out), "--items", path_str(&eval_items)]));
+    assert_eq!(scores["gold@1"], 1.0);
+}
+
+#[test]
+fn opening_a_missing_index_says_how_to_build_one() {
+    let output = indexer(&["eval", "--index", "/nonexistent/index", "--items", "/dev/null"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no index at /nonexistent/index") && stderr.contains("stillweb-indexer build"), "{stderr}");
+}
+
+#[test]
+fn scifact_bm25_two_stage_quality_floor() {
+    let Some(data) = shared_data() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("scifact");
+    let manifest = repo().join("corpus-manifests/scifact.toml");
+    json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
+    let scores = json(&indexer(&[
+        "eval", "--index", path_str(&out), "--beir", path_str(&data.join("beir/scifact")),
+    ]));
+    let ndcg = scores["ndcg@10"].as_f64().expect("ndcg");
+    let recall = scores["recall@100"].as_f64().expect("recall");
+    eprintln!("scifact: ndcg@10 {ndcg:.4} recall@100 {recall:.4}");
+    assert_eq!(scores["queries"], 300);
+    assert!(ndcg >= 0.66, "nDCG@10 {ndcg} below the 0.66 floor");
+    assert!(recall >= 0.90, "Recall@100 {recall} below 0.90");
+}
+
+#[test]
+fn fabricated_items_gold_ranks_first() {
+    let Some(data) = shared_data() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("fabricated");
+    let manifest = dir.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "name = \"fabricated\"\n[[source]]\nformat = \"jsonl\"\npath = \"{}\"\n",
+            data.join("fabricated/documents.jsonl").display()
+        ),
+    )
+    .expect("write");
+    json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
+    let scores = json(&indexer(&[
+        "eval", "--index", path_str(&out), "--items", path_str(&data.join("fabricated/items.jsonl")),
+    ]));
+    let (at1, at10) = (scores["gold@1"].as_f64().expect("g1"), scores["gold@10"].as_f64().expect("g10"));
+    eprintln!("fabricated: gold@1 {at1:.3} gold@10 {at10:.3}");
+    assert!(at1 >= 0.9 && at10 >= 0.99, "gold@1 {at1} gold@10 {at10}");
+}
