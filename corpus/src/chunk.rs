@@ -421,8 +421,8 @@ mod tests {
         // Greedy: a whole sentence that starts the next chunk would not have fitted in this one.
         for pair in chunks.windows(2) {
             let first = spans.iter().find(|&&(s, _)| s == pair[1].start);
-            if let Some(&(_, sentence_end)) = first {
-                if text[pair[1].start..sentence_end].chars().count() <= max {
+            if let Some(&(_, sentence_end)) = first
+                && text[pair[1].start..sentence_end].chars().count() <= max {
                     let merged = text[pair[0].start..sentence_end].chars().count();
                     prop_assert!(
                         merged > max,
@@ -430,7 +430,6 @@ mod tests {
                         &text[pair[0].start..sentence_end]
                     );
                 }
-            }
         }
         Ok(())
     }

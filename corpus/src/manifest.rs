@@ -66,14 +66,13 @@ impl CorpusManifest {
             return Err(invalid("no [[source]] entries".into()));
         }
         for (i, source) in manifest.sources.iter().enumerate() {
-            if let Some(hash) = &source.sha256 {
-                if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if let Some(hash) = &source.sha256
+                && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit())) {
                     return Err(invalid(format!(
                         "source #{} has a sha256 that is not 64 hex digits",
                         i + 1
                     )));
                 }
-            }
         }
         manifest.base_dir = path
             .parent()
@@ -99,11 +98,10 @@ impl CorpusManifest {
         if let Some(name) = source.name.as_ref().filter(|n| !n.trim().is_empty()) {
             return name.clone();
         }
-        if source.format == SourceFormat::Beir {
-            if let Some(dir) = Path::new(&source.path).parent().and_then(Path::file_name) {
+        if source.format == SourceFormat::Beir
+            && let Some(dir) = Path::new(&source.path).parent().and_then(Path::file_name) {
                 return dir.to_string_lossy().into_owned();
             }
-        }
         format!("{}-{}", source.format, index + 1)
     }
 

@@ -136,8 +136,8 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
         });
     }
     let digest = source_digest(&hashes);
-    if let Some(expected) = &spec.sha256 {
-        if !expected.eq_ignore_ascii_case(&digest) {
+    if let Some(expected) = &spec.sha256
+        && !expected.eq_ignore_ascii_case(&digest) {
             return Err(stillweb_corpus::CorpusError::Checksum {
                 what: format!("source `{name}` ({})", spec.path),
                 expected: expected.clone(),
@@ -145,7 +145,6 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
             }
             .into());
         }
-    }
     Ok(SourcePlan {
         report: SourceReport {
             name: name.clone(),
@@ -275,15 +274,14 @@ fn check_source(plan: &SourcePlan, options: &BuildOptions) -> Result<(), IndexEr
             });
         }
     }
-    if let Some(expected) = plan.expected_documents {
-        if expected != documents {
+    if let Some(expected) = plan.expected_documents
+        && expected != documents {
             return Err(IndexError::ExpectedCount {
                 source_name: plan.report.name.clone(),
                 expected,
                 actual: documents,
             });
         }
-    }
     Ok(())
 }
 

@@ -70,8 +70,7 @@ fn samples_manifest_reports_per_source_counts() {
     let redirects = files
         .iter()
         .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with("shortened.bz2")))
-        .map(|f| f["skipped"]["redirect"].as_u64())
-        .flatten();
+        .and_then(|f| f["skipped"]["redirect"].as_u64());
     assert_eq!(redirects, Some(100));
     // The multistream copy repeats the main sample page for page: one of the two is all duplicates.
     let duplicates: u64 = report["duplicates"].as_u64().expect("duplicates");

@@ -106,11 +106,10 @@ impl SessionStore {
             for url in urls {
                 if s.seen.insert(url.clone()) {
                     s.order.push_back(url);
-                    if s.order.len() > max_urls {
-                        if let Some(old) = s.order.pop_front() {
+                    if s.order.len() > max_urls
+                        && let Some(old) = s.order.pop_front() {
                             s.seen.remove(&old);
                         }
-                    }
                 }
             }
         }

@@ -2,11 +2,10 @@
 /// reads like a heading, else a readable form of the URL's last meaningful path segment, else the
 /// host.
 pub fn derive_title(text: &str, url: &str) -> String {
-    if let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
-        if is_heading_like(first) {
+    if let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty())
+        && is_heading_like(first) {
             return first.to_string();
         }
-    }
     title_from_url(url)
 }
 

@@ -240,8 +240,8 @@ fn link_label(inner: &str) -> Option<String> {
         Some((t, l)) => (t, Some(l)),
         None => (inner, None),
     };
-    if !visible_colon {
-        if let Some((prefix, _)) = target.split_once(':') {
+    if !visible_colon
+        && let Some((prefix, _)) = target.split_once(':') {
             let prefix = prefix.trim().to_ascii_lowercase();
             let interlanguage = (2..=3).contains(&prefix.len())
                 && prefix.chars().all(|c| c.is_ascii_lowercase())
@@ -250,7 +250,6 @@ fn link_label(inner: &str) -> Option<String> {
                 return None;
             }
         }
-    }
     match label {
         Some(l) if !l.trim().is_empty() => Some(l.to_string()),
         // The "pipe trick" ([[A (b)|]]) shows the target without its parenthesised part.
