@@ -422,14 +422,15 @@ mod tests {
         for pair in chunks.windows(2) {
             let first = spans.iter().find(|&&(s, _)| s == pair[1].start);
             if let Some(&(_, sentence_end)) = first
-                && text[pair[1].start..sentence_end].chars().count() <= max {
-                    let merged = text[pair[0].start..sentence_end].chars().count();
-                    prop_assert!(
-                        merged > max,
-                        "could have packed {:?}",
-                        &text[pair[0].start..sentence_end]
-                    );
-                }
+                && text[pair[1].start..sentence_end].chars().count() <= max
+            {
+                let merged = text[pair[0].start..sentence_end].chars().count();
+                prop_assert!(
+                    merged > max,
+                    "could have packed {:?}",
+                    &text[pair[0].start..sentence_end]
+                );
+            }
         }
         Ok(())
     }

@@ -67,12 +67,13 @@ impl CorpusManifest {
         }
         for (i, source) in manifest.sources.iter().enumerate() {
             if let Some(hash) = &source.sha256
-                && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit())) {
-                    return Err(invalid(format!(
-                        "source #{} has a sha256 that is not 64 hex digits",
-                        i + 1
-                    )));
-                }
+                && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return Err(invalid(format!(
+                    "source #{} has a sha256 that is not 64 hex digits",
+                    i + 1
+                )));
+            }
         }
         manifest.base_dir = path
             .parent()
@@ -99,9 +100,10 @@ impl CorpusManifest {
             return name.clone();
         }
         if source.format == SourceFormat::Beir
-            && let Some(dir) = Path::new(&source.path).parent().and_then(Path::file_name) {
-                return dir.to_string_lossy().into_owned();
-            }
+            && let Some(dir) = Path::new(&source.path).parent().and_then(Path::file_name)
+        {
+            return dir.to_string_lossy().into_owned();
+        }
         format!("{}-{}", source.format, index + 1)
     }
 

@@ -137,14 +137,15 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
     }
     let digest = source_digest(&hashes);
     if let Some(expected) = &spec.sha256
-        && !expected.eq_ignore_ascii_case(&digest) {
-            return Err(stillweb_corpus::CorpusError::Checksum {
-                what: format!("source `{name}` ({})", spec.path),
-                expected: expected.clone(),
-                actual: digest,
-            }
-            .into());
+        && !expected.eq_ignore_ascii_case(&digest)
+    {
+        return Err(stillweb_corpus::CorpusError::Checksum {
+            what: format!("source `{name}` ({})", spec.path),
+            expected: expected.clone(),
+            actual: digest,
         }
+        .into());
+    }
     Ok(SourcePlan {
         report: SourceReport {
             name: name.clone(),
@@ -275,13 +276,14 @@ fn check_source(plan: &SourcePlan, options: &BuildOptions) -> Result<(), IndexEr
         }
     }
     if let Some(expected) = plan.expected_documents
-        && expected != documents {
-            return Err(IndexError::ExpectedCount {
-                source_name: plan.report.name.clone(),
-                expected,
-                actual: documents,
-            });
-        }
+        && expected != documents
+    {
+        return Err(IndexError::ExpectedCount {
+            source_name: plan.report.name.clone(),
+            expected,
+            actual: documents,
+        });
+    }
     Ok(())
 }
 

@@ -15,7 +15,10 @@ fn shared_data() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("SKIPPED: shared data folder {} not found (set STILLWEB_SHARED_DATA)", dir.display());
+        eprintln!(
+            "SKIPPED: shared data folder {} not found (set STILLWEB_SHARED_DATA)",
+            dir.display()
+        );
         None
     }
 }
@@ -48,7 +51,13 @@ fn samples_manifest_reports_per_source_counts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("samples");
     let manifest = repo().join("corpus-manifests/samples.toml");
-    let report = json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
+    let report = json(&indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+    ]));
     let files: Vec<&serde_json::Value> = report["sources"]
         .as_array()
         .expect("sources")
@@ -62,14 +71,24 @@ fn samples_manifest_reports_per_source_counts() {
             .map(|f| f["documents"].as_u64().expect("count"))
             .unwrap_or_else(|| panic!("no file {suffix}"))
     };
-    assert_eq!(documents("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"), 106);
+    assert_eq!(
+        documents("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"),
+        106
+    );
     assert_eq!(documents("enwiki-table-markup.xml.bz2"), 5);
-    assert_eq!(documents("wikipedia2vec_enwiki-pages-articles-sample.xml.bz2"), 2);
+    assert_eq!(
+        documents("wikipedia2vec_enwiki-pages-articles-sample.xml.bz2"),
+        2
+    );
     assert_eq!(documents("fabricated/documents.jsonl"), 2250);
     assert_eq!(documents("cc-main-2019-30_dolma_en.parquet"), 274);
     let redirects = files
         .iter()
-        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with("shortened.bz2")))
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("shortened.bz2"))
+        })
         .and_then(|f| f["skipped"]["redirect"].as_u64());
     assert_eq!(redirects, Some(100));
     // The multistream copy repeats the main sample page for page: one of the two is all duplicates.
@@ -95,25 +114,50 @@ fn failures_say_what_and_leave_nothing_half_built() {
     )
     .expect("write");
     let manifest = dir.path().join("m.toml");
-    std::fs::write(&manifest, "name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n").expect("write");
+    std::fs::write(
+        &manifest,
+        "name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
+    )
+    .expect("write");
     let out = dir.path().join("index");
 
     // 2 of 3 records are bad: past the default 1% threshold.
-    let failed = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]);
+    let failed = indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+    ]);
     assert!(!failed.status.success());
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(stderr.contains("2 of 3 records were bad"), "{stderr}");
-    assert!(stderr.contains("line 2") && stderr.contains("invalid JSON"), "{stderr}");
+    assert!(
+        stderr.contains("line 2") && stderr.contains("invalid JSON"),
+        "{stderr}"
+    );
     assert!(!out.exists(), "a failed build publishes nothing");
 
     // Allowed with a higher threshold.
     let ok = indexer(&[
-        "build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--max-bad-fraction", "0.7",
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+        "--max-bad-fraction",
+        "0.7",
     ]);
     assert_eq!(json(&ok)["documents"], 1);
 
     // An existing index is not replaced without --force.
-    let again = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]);
+    let again = indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+    ]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("pass --force"));
 
     // Checksums and expected counts are verified.
@@ -122,7 +166,14 @@ fn failures_say_what_and_leave_nothing_half_built() {
         format!("name = \"t\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\nsha256 = \"{}\"\n", "0".repeat(64)),
     )
     .expect("write");
-    let bad_sum = indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--force"]);
+    let bad_sum = indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+        "--force",
+    ]);
     assert!(String::from_utf8_lossy(&bad_sum.stderr).contains("checksum mismatch"));
     std::fs::write(
         &manifest,
@@ -130,23 +181,52 @@ fn failures_say_what_and_leave_nothing_half_built() {
     )
     .expect("write");
     let bad_count = indexer(&[
-        "build", "--manifest", path_str(&manifest), "--out", path_str(&out), "--force", "--max-bad-fraction", "1",
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+        "--force",
+        "--max-bad-fraction",
+        "1",
     ]);
     let stderr = String::from_utf8_lossy(&bad_count.stderr);
-    assert!(stderr.contains("yielded 1 documents but the manifest expects 5"), "{stderr}");
+    assert!(
+        stderr.contains("yielded 1 documents but the manifest expects 5"),
+        "{stderr}"
+    );
     // The earlier good index is still there and still opens.
     let eval_items = dir.path().join("items.jsonl");
-    std::fs::write(&eval_items, "{\"id\": \"i\", \"question\": \"first page\", \"gold_url\": \"https://a.example/1\"}\n")
-        .expect("write");
-    let scores = json(&indexer(&["eval", "--index", path_str(&out), "--items", path_str(&eval_items)]));
+    std::fs::write(
+        &eval_items,
+        "{\"id\": \"i\", \"question\": \"first page\", \"gold_url\": \"https://a.example/1\"}\n",
+    )
+    .expect("write");
+    let scores = json(&indexer(&[
+        "eval",
+        "--index",
+        path_str(&out),
+        "--items",
+        path_str(&eval_items),
+    ]));
     assert_eq!(scores["gold@1"], 1.0);
 }
 
 #[test]
 fn opening_a_missing_index_says_how_to_build_one() {
-    let output = indexer(&["eval", "--index", "/nonexistent/index", "--items", "/dev/null"]);
+    let output = indexer(&[
+        "eval",
+        "--index",
+        "/nonexistent/index",
+        "--items",
+        "/dev/null",
+    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no index at /nonexistent/index") && stderr.contains("stillweb-indexer build"), "{stderr}");
+    assert!(
+        stderr.contains("no index at /nonexistent/index")
+            && stderr.contains("stillweb-indexer build"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -155,9 +235,19 @@ fn scifact_bm25_two_stage_quality_floor() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("scifact");
     let manifest = repo().join("corpus-manifests/scifact.toml");
-    json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
+    json(&indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
+    ]));
     let scores = json(&indexer(&[
-        "eval", "--index", path_str(&out), "--beir", path_str(&data.join("beir/scifact")),
+        "eval",
+        "--index",
+        path_str(&out),
+        "--beir",
+        path_str(&data.join("beir/scifact")),
     ]));
     let ndcg = scores["ndcg@10"].as_f64().expect("ndcg");
     let recall = scores["recall@100"].as_f64().expect("recall");
@@ -181,11 +271,24 @@ fn fabricated_items_gold_ranks_first() {
         ),
     )
     .expect("write");
-    json(&indexer(&["build", "--manifest", path_str(&manifest), "--out", path_str(&out)]));
-    let scores = json(&indexer(&[
-        "eval", "--index", path_str(&out), "--items", path_str(&data.join("fabricated/items.jsonl")),
+    json(&indexer(&[
+        "build",
+        "--manifest",
+        path_str(&manifest),
+        "--out",
+        path_str(&out),
     ]));
-    let (at1, at10) = (scores["gold@1"].as_f64().expect("g1"), scores["gold@10"].as_f64().expect("g10"));
+    let scores = json(&indexer(&[
+        "eval",
+        "--index",
+        path_str(&out),
+        "--items",
+        path_str(&data.join("fabricated/items.jsonl")),
+    ]));
+    let (at1, at10) = (
+        scores["gold@1"].as_f64().expect("g1"),
+        scores["gold@10"].as_f64().expect("g10"),
+    );
     eprintln!("fabricated: gold@1 {at1:.3} gold@10 {at10:.3}");
     assert!(at1 >= 0.9 && at10 >= 0.99, "gold@1 {at1} gold@10 {at10}");
 }

@@ -31,6 +31,19 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (checked against `openapi.yaml` by a test).
+    pub const ALL: [ErrorCode; 9] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::SessionRequired,
+        ErrorCode::UrlNotSeen,
+        ErrorCode::UrlNotFound,
+        ErrorCode::RouteNotFound,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::Timeout,
+        ErrorCode::NotReady,
+        ErrorCode::Internal,
+    ];
+
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::InvalidRequest => StatusCode::UNPROCESSABLE_ENTITY,
@@ -95,5 +108,32 @@ impl IntoResponse for ApiError {
             },
         };
         (self.code.status(), Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// Adding a variant breaks this match, which is the reminder to extend `ALL`.
+    fn position(code: ErrorCode) -> usize {
+        match code {
+            ErrorCode::InvalidRequest => 0,
+            ErrorCode::SessionRequired => 1,
+            ErrorCode::UrlNotSeen => 2,
+            ErrorCode::UrlNotFound => 3,
+            ErrorCode::RouteNotFound => 4,
+            ErrorCode::PayloadTooLarge => 5,
+            ErrorCode::Timeout => 6,
+            ErrorCode::NotReady => 7,
+            ErrorCode::Internal => 8,
+        }
+    }
+
+    #[test]
+    fn all_lists_every_code_once() {
+        for (i, code) in ErrorCode::ALL.iter().enumerate() {
+            assert_eq!(position(*code), i);
+        }
     }
 }

@@ -24,13 +24,22 @@ use tracing::info;
 pub use config::{Args, Config};
 pub use state::AppState;
 
+/// Every (method, path) that [`app`] serves; `openapi.yaml` must describe exactly these (a test
+/// checks both directions and that each is routed).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/search"),
+    ("POST", "/v1/visit"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+];
+
 /// The router with every endpoint.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .route("/v1/search", post(routes::search::search))
-        .route("/v1/visit", post(routes::visit::visit))
-        .route("/healthz", get(routes::health::healthz))
-        .route("/readyz", get(routes::health::readyz))
+        .route(ROUTES[0].1, post(routes::search::search))
+        .route(ROUTES[1].1, post(routes::visit::visit))
+        .route(ROUTES[2].1, get(routes::health::healthz))
+        .route(ROUTES[3].1, get(routes::health::readyz))
         .fallback(routes::fallback)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())

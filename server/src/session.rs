@@ -107,9 +107,10 @@ impl SessionStore {
                 if s.seen.insert(url.clone()) {
                     s.order.push_back(url);
                     if s.order.len() > max_urls
-                        && let Some(old) = s.order.pop_front() {
-                            s.seen.remove(&old);
-                        }
+                        && let Some(old) = s.order.pop_front()
+                    {
+                        s.seen.remove(&old);
+                    }
                 }
             }
         }

@@ -31,9 +31,12 @@ fn samples_index() -> Option<&'static Path> {
             }
             let dir = tempfile::tempdir().expect("tempdir");
             let out = dir.path().join("samples");
-            let corpus = stillweb_corpus::manifest::CorpusManifest::load(&repo().join("corpus-manifests/samples.toml"))
-                .expect("manifest");
-            stillweb_index::build_index(&corpus, &out, &stillweb_index::BuildOptions::default()).expect("build");
+            let corpus = stillweb_corpus::manifest::CorpusManifest::load(
+                &repo().join("corpus-manifests/samples.toml"),
+            )
+            .expect("manifest");
+            stillweb_index::build_index(&corpus, &out, &stillweb_index::BuildOptions::default())
+                .expect("build");
             Some((dir, out))
         })
         .as_ref()
@@ -46,7 +49,12 @@ fn state(index: &Path, extra: &[&str]) -> AppState {
     prepare(Args::parse_from(args).validate().expect("config")).expect("state")
 }
 
-async fn call(state: &AppState, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+async fn call(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let request = Request::builder().method(method).uri(path);
     let request = match body {
         Some(b) => request
@@ -57,8 +65,13 @@ async fn call(state: &AppState, method: &str, path: &str, body: Option<Value>) -
     .expect("request");
     let response = app(state.clone()).oneshot(request).await.expect("response");
     let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 26).await.expect("body");
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 26)
+        .await
+        .expect("body");
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 fn code(body: &Value) -> &str {
@@ -69,13 +82,26 @@ fn code(body: &Value) -> &str {
 async fn search_then_visit_within_a_session() {
     let Some(index) = samples_index() else { return };
     let s = state(index, &[]);
-    let (status, body) = call(&s, "POST", "/v1/search", Some(json!({"query": "Anarchism", "session": "ep-1"}))).await;
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "session": "ep-1"})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     let results = body["results"].as_array().expect("results");
     assert_eq!(results[0]["url"], "https://en.wikipedia.org/wiki/Anarchism");
     assert_eq!(results[0]["rank"], 1);
     assert!(!results[0]["snippet"].as_str().expect("snippet").is_empty());
-    assert!(results[0]["snippet"].as_str().expect("snippet").chars().count() <= 500);
+    assert!(
+        results[0]["snippet"]
+            .as_str()
+            .expect("snippet")
+            .chars()
+            .count()
+            <= 500
+    );
     assert_eq!(body["index"], s.build_id());
 
     // Same session, URL spelled differently: allowed, full clean text.
@@ -102,29 +128,64 @@ async fn search_then_visit_within_a_session() {
         Some(json!({"url": "https://en.wikipedia.org/wiki/Anarchism", "session": "ep-2"})),
     )
     .await;
-    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "url_not_seen"));
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "url_not_seen")
+    );
 
     // Not in the corpus at all.
-    let (status, body) =
-        call(&s, "POST", "/v1/visit", Some(json!({"url": "https://example.org/nothing", "session": "ep-1"}))).await;
-    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "url_not_found"));
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": "https://example.org/nothing", "session": "ep-1"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::NOT_FOUND, "url_not_found")
+    );
 
     // No session.
-    let (status, body) = call(&s, "POST", "/v1/visit", Some(json!({"url": "https://en.wikipedia.org/wiki/Anarchism"}))).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "session_required"));
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": "https://en.wikipedia.org/wiki/Anarchism"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "session_required")
+    );
 }
 
 #[tokio::test]
 async fn invalid_requests_get_specific_errors() {
     let Some(index) = samples_index() else { return };
-    let s = state(index, &["--max-query-chars", "50", "--max-body-bytes", "2048"]);
+    let s = state(
+        index,
+        &["--max-query-chars", "50", "--max-body-bytes", "2048"],
+    );
     let cases = [
-        (json!({"query": "x", "k": 0}), "`k` must be between 1 and 20, got 0"),
-        (json!({"query": "x", "k": 25}), "`k` must be between 1 and 20, got 25"),
+        (
+            json!({"query": "x", "k": 0}),
+            "`k` must be between 1 and 20, got 0",
+        ),
+        (
+            json!({"query": "x", "k": 25}),
+            "`k` must be between 1 and 20, got 25",
+        ),
         (json!({"query": "   "}), "`query` is empty"),
         (json!({"query": "y".repeat(51)}), "the limit is 50"),
-        (json!({"query": "x", "session": "bad id"}), "`session` must be"),
-        (json!({"query": "x", "extra": true}), "unknown field `extra`"),
+        (
+            json!({"query": "x", "session": "bad id"}),
+            "`session` must be",
+        ),
+        (
+            json!({"query": "x", "extra": true}),
+            "unknown field `extra`",
+        ),
         (json!({"k": 3}), "missing field `query`"),
     ];
     for (body, expected) in cases {
@@ -134,12 +195,33 @@ async fn invalid_requests_get_specific_errors() {
         let message = response["error"]["message"].as_str().expect("message");
         assert!(message.contains(expected), "{body}: {message}");
     }
-    let (status, response) = call(&s, "POST", "/v1/search", Some(json!({"query": "z".repeat(4000)}))).await;
-    assert_eq!((status, code(&response)), (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"));
-    let (status, response) = call(&s, "POST", "/v1/visit", Some(json!({"url": "not a url", "session": "a"}))).await;
-    assert_eq!((status, code(&response)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request"));
+    let (status, response) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "z".repeat(4000)})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&response)),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+    );
+    let (status, response) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": "not a url", "session": "a"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&response)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+    );
     let (status, response) = call(&s, "GET", "/v2/nothing", None).await;
-    assert_eq!((status, code(&response)), (StatusCode::NOT_FOUND, "route_not_found"));
+    assert_eq!(
+        (status, code(&response)),
+        (StatusCode::NOT_FOUND, "route_not_found")
+    );
 }
 
 #[tokio::test]
@@ -158,7 +240,12 @@ async fn identical_searches_are_byte_identical() {
 /// Starts the real binary on port 0 and returns it with its base URL.
 fn spawn_server(index: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args(["--index", index.to_str().expect("path"), "--listen", "127.0.0.1:0"])
+        .args([
+            "--index",
+            index.to_str().expect("path"),
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -166,7 +253,9 @@ fn spawn_server(index: &Path) -> (Child, String) {
         .expect("spawn server");
     let stdout = child.stdout.take().expect("stdout");
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read line");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read line");
     let url = line.trim().rsplit(' ').next().expect("url").to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     (child, url)
@@ -176,7 +265,10 @@ fn spawn_server(index: &Path) -> (Child, String) {
 fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     let Some(index) = samples_index() else { return };
     let (mut child, base) = spawn_server(index);
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
     let mut ready = agent.get(&format!("{base}/readyz")).call().expect("readyz");
     assert_eq!(ready.status(), 200);
     assert!(ready.body_mut().read_json::<Value>().expect("json")["index"].is_string());
@@ -187,23 +279,38 @@ fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
         .expect("search");
     assert_eq!(found.status(), 200);
     let body: Value = found.body_mut().read_json().expect("json");
-    assert_eq!(body["results"][0]["url"], "https://en.wikipedia.org/wiki/Anarchism");
+    assert_eq!(
+        body["results"][0]["url"],
+        "https://en.wikipedia.org/wiki/Anarchism"
+    );
 
     let mut visit = agent
         .post(&format!("{base}/v1/visit"))
         .send_json(json!({"url": "https://en.wikipedia.org/wiki/Anarchism", "session": "loop"}))
         .expect("visit");
     assert_eq!(visit.status(), 200);
-    assert!(visit.body_mut().read_json::<Value>().expect("json")["text"].as_str().expect("text").len() > 20_000);
+    assert!(
+        visit.body_mut().read_json::<Value>().expect("json")["text"]
+            .as_str()
+            .expect("text")
+            .len()
+            > 20_000
+    );
 
     let mut refused = agent
         .post(&format!("{base}/v1/visit"))
         .send_json(json!({"url": "https://en.wikipedia.org/wiki/Anarchism", "session": "other"}))
         .expect("visit");
     assert_eq!(refused.status(), 403);
-    assert_eq!(refused.body_mut().read_json::<Value>().expect("json")["error"]["code"], "url_not_seen");
+    assert_eq!(
+        refused.body_mut().read_json::<Value>().expect("json")["error"]["code"],
+        "url_not_seen"
+    );
 
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
     assert!(status.success());
     let exit = child.wait().expect("wait");
     assert!(exit.success(), "server exited with {exit}");
@@ -212,12 +319,21 @@ fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
 #[test]
 fn server_refuses_a_missing_index_with_a_clear_message() {
     let output = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args(["--index", "/nonexistent/stillweb-index", "--listen", "127.0.0.1:0"])
+        .args([
+            "--index",
+            "/nonexistent/stillweb-index",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .env("RUST_LOG", "error")
         .env_remove("RUST_BACKTRACE")
         .output()
         .expect("run");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no index at /nonexistent/stillweb-index") && stderr.contains("stillweb-indexer build"), "{stderr}");
+    assert!(
+        stderr.contains("no index at /nonexistent/stillweb-index")
+            && stderr.contains("stillweb-indexer build"),
+        "{stderr}"
+    );
 }

@@ -3,9 +3,10 @@
 /// host.
 pub fn derive_title(text: &str, url: &str) -> String {
     if let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty())
-        && is_heading_like(first) {
-            return first.to_string();
-        }
+        && is_heading_like(first)
+    {
+        return first.to_string();
+    }
     title_from_url(url)
 }
 

@@ -262,10 +262,9 @@ fn parse_fields(xml: &str) -> Result<PageFields, String> {
                 }
                 path.push(name);
             }
-            Event::Empty(e)
-                if e.name().as_ref() == "redirect" => {
-                    fields.redirect = true;
-                }
+            Event::Empty(e) if e.name().as_ref() == "redirect" => {
+                fields.redirect = true;
+            }
             Event::End(_) => {
                 path.pop();
             }

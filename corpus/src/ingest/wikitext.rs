@@ -240,16 +240,15 @@ fn link_label(inner: &str) -> Option<String> {
         Some((t, l)) => (t, Some(l)),
         None => (inner, None),
     };
-    if !visible_colon
-        && let Some((prefix, _)) = target.split_once(':') {
-            let prefix = prefix.trim().to_ascii_lowercase();
-            let interlanguage = (2..=3).contains(&prefix.len())
-                && prefix.chars().all(|c| c.is_ascii_lowercase())
-                || prefix == "simple";
-            if DROP_LINK_PREFIXES.contains(&prefix.as_str()) || interlanguage {
-                return None;
-            }
+    if !visible_colon && let Some((prefix, _)) = target.split_once(':') {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        let interlanguage = (2..=3).contains(&prefix.len())
+            && prefix.chars().all(|c| c.is_ascii_lowercase())
+            || prefix == "simple";
+        if DROP_LINK_PREFIXES.contains(&prefix.as_str()) || interlanguage {
+            return None;
         }
+    }
     match label {
         Some(l) if !l.trim().is_empty() => Some(l.to_string()),
         // The "pipe trick" ([[A (b)|]]) shows the target without its parenthesised part.
