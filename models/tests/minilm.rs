@@ -1,0 +1,72 @@
+//! The real all-MiniLM-L6-v2 (int8 ONNX) from the model cache that `models/fetch` fills.
+
+use stillweb_models::config::default_embedder_dir;
+use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder, dot};
+
+fn embedder() -> Option<OnnxEmbedder> {
+    let dir = default_embedder_dir();
+    if !dir.join("model.toml").is_file() {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "{} is missing: .ci/run must run models/fetch first",
+                dir.display()
+            );
+        }
+        eprintln!("SKIPPED: no model at {}; run models/fetch", dir.display());
+        return None;
+    }
+    Some(OnnxEmbedder::load(&dir, ExecutionProvider::Cpu, 2).expect("load MiniLM"))
+}
+
+#[test]
+fn embeddings_are_unit_vectors_that_rank_paraphrases_first() {
+    let Some(mut e) = embedder() else { return };
+    assert_eq!(e.dimension(), 384);
+    let docs = [
+        "The cat sat on the mat.",
+        "Stock markets fell sharply on Monday after the announcement.",
+        "A kitten was resting on a rug.",
+    ];
+    let vectors = e.embed_documents(&docs).expect("embed");
+    for v in &vectors {
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+    let query = &e
+        .embed_queries(&["a small cat lying on a carpet"])
+        .expect("embed")[0];
+    let scores: Vec<f32> = vectors.iter().map(|v| dot(query, v)).collect();
+    assert!(scores[2] > scores[1] && scores[0] > scores[1], "{scores:?}");
+}
+
+#[test]
+fn batching_and_order_do_not_change_vectors() {
+    let Some(mut e) = embedder() else { return };
+    let texts: Vec<String> = (0..40)
+        .map(|i| {
+            format!(
+                "Sentence number {i} talks about {}.",
+                "topic ".repeat(i % 7 + 1)
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = e.embed_documents(&refs).expect("batch");
+    for (i, text) in refs.iter().enumerate().step_by(7) {
+        let alone = &e.embed_documents(&[text]).expect("single")[0];
+        let diff = alone
+            .iter()
+            .zip(&together[i])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-4, "text {i} differs by {diff}");
+    }
+}
+
+#[test]
+fn long_inputs_are_truncated_not_rejected() {
+    let Some(mut e) = embedder() else { return };
+    let long = "word ".repeat(5000);
+    let v = e.embed_documents(&[&long]).expect("embed");
+    assert_eq!(v[0].len(), 384);
+}
