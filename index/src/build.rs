@@ -18,7 +18,10 @@ use tantivy::{Index, IndexWriter, TantivyDocument};
 use tracing::{info, warn};
 
 use crate::IndexError;
+use stillweb_models::Embedder;
+
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
+use crate::dense::{ChunkVectorWriter, DenseManifest, DocVectors};
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
 
@@ -35,6 +38,8 @@ pub struct BuildOptions {
     /// Replace an existing index at the output path.
     pub force: bool,
     pub chunker: ChunkerConfig,
+    /// How documents are represented in the dense document index (when an embedder is given).
+    pub doc_vectors: DocVectors,
 }
 
 impl Default for BuildOptions {
@@ -44,6 +49,7 @@ impl Default for BuildOptions {
             writer_memory_bytes: 256 << 20,
             force: false,
             chunker: ChunkerConfig::default(),
+            doc_vectors: DocVectors::BestChunk,
         }
     }
 }
@@ -55,11 +61,22 @@ pub struct BuildReport {
     pub elapsed: Duration,
 }
 
-/// Builds the index described by `corpus` at `out`.
+/// Builds the lexical index described by `corpus` at `out` (no dense vectors).
 pub fn build_index(
     corpus: &CorpusManifest,
     out: &Path,
     options: &BuildOptions,
+) -> Result<BuildReport, IndexError> {
+    build_index_with(corpus, out, options, None)
+}
+
+/// Builds the index described by `corpus` at `out`; with an embedder, every chunk is embedded and a
+/// dense document index is built too.
+pub fn build_index_with(
+    corpus: &CorpusManifest,
+    out: &Path,
+    options: &BuildOptions,
+    embedder: Option<&mut dyn Embedder>,
 ) -> Result<BuildReport, IndexError> {
     let started = Instant::now();
     if out.exists() && !options.force {
@@ -84,7 +101,7 @@ pub fn build_index(
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
     }
-    let result = build_into(&tmp, corpus, plans, options);
+    let result = build_into(&tmp, corpus, plans, options, embedder);
     let manifest = match result {
         Ok(m) => m,
         Err(e) => {
@@ -166,13 +183,43 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
     })
 }
 
-struct Writers {
+struct Writers<'e> {
     docs: IndexWriter,
     chunks: IndexWriter,
     doc_fields: DocFields,
     chunk_fields: ChunkFields,
     doc_count: u64,
     chunk_count: u64,
+    dense: Option<DenseBuild<'e>>,
+}
+
+/// Chunk texts waiting to be embedded, and where their vectors go.
+struct DenseBuild<'e> {
+    embedder: &'e mut dyn Embedder,
+    writer: ChunkVectorWriter,
+    pending: Vec<String>,
+    chunk_counts: Vec<u32>,
+}
+
+/// Chunks embedded per model call batch from the indexer.
+const EMBED_BATCH: usize = 256;
+
+impl DenseBuild<'_> {
+    fn flush(&mut self) -> Result<(), IndexError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<&str> = self.pending.iter().map(String::as_str).collect();
+        let vectors = self
+            .embedder
+            .embed_documents(&texts)
+            .map_err(|e| IndexError::Model(e.to_string()))?;
+        for v in &vectors {
+            self.writer.write(v)?;
+        }
+        self.pending.clear();
+        Ok(())
+    }
 }
 
 fn create_index(dir: &Path, schema: tantivy::schema::Schema) -> Result<Index, IndexError> {
@@ -187,6 +234,7 @@ fn build_into(
     corpus: &CorpusManifest,
     plans: Vec<SourcePlan>,
     options: &BuildOptions,
+    embedder: Option<&mut dyn Embedder>,
 ) -> Result<IndexManifest, IndexError> {
     let (doc_schema, doc_fields) = DocFields::schema();
     let (chunk_schema, chunk_fields) = ChunkFields::schema();
@@ -199,7 +247,18 @@ fn build_into(
         chunk_fields,
         doc_count: 0,
         chunk_count: 0,
+        dense: None,
     };
+    let mut dense_model = None;
+    if let Some(embedder) = embedder {
+        dense_model = Some((embedder.model_id().to_string(), embedder.dimension()));
+        writers.dense = Some(DenseBuild {
+            writer: ChunkVectorWriter::create(tmp, embedder.dimension())?,
+            embedder,
+            pending: Vec::new(),
+            chunk_counts: Vec::new(),
+        });
+    }
     let mut seen_urls: HashSet<u128> = HashSet::new();
     let mut sources = Vec::new();
     for mut plan in plans {
@@ -215,6 +274,31 @@ fn build_into(
         check_source(&plan, options)?;
         sources.push(plan.report);
     }
+    let dense = match writers.dense.take() {
+        Some(mut build) => {
+            build.flush()?;
+            info!(
+                chunks = build.writer.written(),
+                "building the dense document index"
+            );
+            let chunk_vectors = build
+                .writer
+                .finish(&build.chunk_counts, options.doc_vectors)?;
+            let (model_id, dimension) = dense_model.unwrap_or_default();
+            Some(DenseManifest {
+                model_id,
+                dimension,
+                metric: "cosine (unit vectors, inner product)".into(),
+                quantization: "f32".into(),
+                doc_vectors: options.doc_vectors,
+                chunk_vectors,
+                hnsw_connectivity: 16,
+                hnsw_expansion_add: 128,
+                hnsw_expansion_search: 128,
+            })
+        }
+        None => None,
+    };
     writers.docs.commit()?;
     writers.chunks.commit()?;
     let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
@@ -229,7 +313,12 @@ fn build_into(
     let bad_records = sources.iter().map(SourceReport::bad_records).sum();
     let manifest = IndexManifest {
         format_version: FORMAT_VERSION,
-        build_id: IndexManifest::compute_build_id(&sources, &options.chunker, ANALYZER_DESCRIPTION),
+        build_id: IndexManifest::compute_build_id(
+            &sources,
+            &options.chunker,
+            ANALYZER_DESCRIPTION,
+            dense.as_ref().map(|d| (d.model_id.as_str(), d.doc_vectors)),
+        ),
         stillweb_version: env!("CARGO_PKG_VERSION").to_string(),
         created_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -242,6 +331,7 @@ fn build_into(
         chunks: chunk_count,
         duplicates,
         bad_records,
+        dense,
     };
     manifest.write(tmp)?;
     Ok(manifest)
@@ -346,7 +436,7 @@ fn url_hash(key: &str) -> u128 {
     (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }
 
-impl Writers {
+impl Writers<'_> {
     fn add(
         &mut self,
         doc: Document,
@@ -369,10 +459,25 @@ impl Writers {
         d.add_text(f.title, &display_title);
         d.add_text(f.date, &doc.date);
         d.add_text(f.content, format!("{}\n{}", doc.title, doc.text));
-        for (chunk_ord, chunk) in chunk_text(&doc.text, chunker).into_iter().enumerate() {
+        let chunks = chunk_text(&doc.text, chunker);
+        d.add_u64(f.chunk_count, chunks.len() as u64);
+        if let Some(dense) = &mut self.dense {
+            dense
+                .chunk_counts
+                .push(u32::try_from(chunks.len()).unwrap_or(u32::MAX));
+        }
+        for (chunk_ord, chunk) in chunks.into_iter().enumerate() {
             let c = self.chunk_fields;
             let text = chunk.slice(&doc.text);
+            if let Some(dense) = &mut self.dense {
+                // Embedded with its title, as BM25 indexes it: a chunk alone loses its context.
+                dense.pending.push(format!("{}\n{text}", doc.title));
+                if dense.pending.len() >= EMBED_BATCH {
+                    dense.flush()?;
+                }
+            }
             let mut cd = TantivyDocument::default();
+            cd.add_u64(c.chunk_id, self.chunk_count);
             cd.add_u64(c.doc_ord, ord);
             cd.add_u64(c.chunk_ord, chunk_ord as u64);
             cd.add_u64(c.start, chunk.start as u64);

@@ -47,6 +47,17 @@ pub enum IndexError {
     },
     #[error("{path} already exists; pass --force to replace it")]
     Exists { path: PathBuf },
+    #[error("model: {0}")]
+    Model(String),
+    #[error(
+        "the index was built with {index_model} ({index_dimension}-d) but the loaded embedder is {model} ({dimension}-d); load the same model or rebuild the index"
+    )]
+    ModelMismatch {
+        index_model: String,
+        index_dimension: usize,
+        model: String,
+        dimension: usize,
+    },
     #[error("evaluation input {path}: {message}")]
     EvalInput { path: PathBuf, message: String },
 }

@@ -11,7 +11,22 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 
+use stillweb_models::Embedder;
+
 use crate::{IndexError, SearchIndex, SearchParams};
+
+/// Embeds all queries in one go (none without an embedder).
+fn embed_queries(
+    embedder: Option<&mut dyn Embedder>,
+    texts: &[&str],
+) -> Result<Vec<Vec<f32>>, IndexError> {
+    match embedder {
+        Some(e) => e
+            .embed_queries(texts)
+            .map_err(|e| IndexError::Model(e.to_string())),
+        None => Ok(Vec::new()),
+    }
+}
 
 /// Queries and graded judgements of a BEIR dataset's test split.
 #[derive(Debug, Clone)]
@@ -136,15 +151,18 @@ pub fn evaluate_beir(
     index: &SearchIndex,
     set: &BeirSet,
     params: &SearchParams,
+    embedder: Option<&mut dyn Embedder>,
 ) -> Result<BeirScores, IndexError> {
     let params = SearchParams {
         k: 100,
         ..params.clone()
     };
     let (mut ndcg, mut recall) = (0.0, 0.0);
-    for (qid, text) in &set.queries {
+    let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
+    let vectors = embed_queries(embedder, &texts)?;
+    for (i, (qid, text)) in set.queries.iter().enumerate() {
         let ranked: Vec<String> = index
-            .search(text, &params)?
+            .search(text, vectors.get(i).map(Vec::as_slice), &params)?
             .into_iter()
             .map(|h| h.doc_id)
             .collect();
@@ -211,6 +229,7 @@ pub fn evaluate_items(
     index: &SearchIndex,
     items: &[FabricatedItem],
     params: &SearchParams,
+    embedder: Option<&mut dyn Embedder>,
 ) -> Result<ItemScores, IndexError> {
     let params = SearchParams {
         k: 10,
@@ -218,9 +237,11 @@ pub fn evaluate_items(
     };
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
-    for item in items {
+    let texts: Vec<&str> = items.iter().map(|i| i.question.as_str()).collect();
+    let vectors = embed_queries(embedder, &texts)?;
+    for (i, item) in items.iter().enumerate() {
         let ranked: Vec<String> = index
-            .search(&item.question, &params)?
+            .search(&item.question, vectors.get(i).map(Vec::as_slice), &params)?
             .iter()
             .map(|h| key(&h.url))
             .collect();

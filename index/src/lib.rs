@@ -16,6 +16,7 @@
 
 mod analyzer;
 mod build;
+pub mod dense;
 mod error;
 pub mod eval;
 pub mod fusion;
@@ -24,7 +25,7 @@ mod reader;
 mod schema;
 pub mod search;
 
-pub use build::{BuildOptions, BuildReport, build_index};
+pub use build::{BuildOptions, BuildReport, build_index, build_index_with};
 pub use error::IndexError;
 pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use reader::{SearchIndex, StoredDoc};

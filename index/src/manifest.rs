@@ -11,7 +11,7 @@ use stillweb_corpus::chunk::ChunkerConfig;
 use crate::IndexError;
 
 /// Bumped whenever the on-disk layout or its meaning changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -31,6 +31,9 @@ pub struct IndexManifest {
     pub chunks: u64,
     pub duplicates: u64,
     pub bad_records: u64,
+    /// Present when the index has dense vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<crate::dense::DenseManifest>,
 }
 
 /// Per-source counts, as the build report prints them.
@@ -78,12 +81,16 @@ impl IndexManifest {
         sources: &[SourceReport],
         chunker: &ChunkerConfig,
         analyzer: &str,
+        dense: Option<(&str, crate::dense::DocVectors)>,
     ) -> String {
         let mut h = Sha256::new();
         h.update(format!(
             "format {FORMAT_VERSION}\nchunker {}\nanalyzer {analyzer}\n",
             chunker.max_chars
         ));
+        if let Some((model, doc_vectors)) = dense {
+            h.update(format!("dense {model} {doc_vectors:?}\n"));
+        }
         for s in sources {
             h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));
         }

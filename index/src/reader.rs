@@ -11,6 +11,7 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDoc
 
 use crate::IndexError;
 use crate::analyzer::{ANALYZER, english};
+use crate::dense::DenseIndex;
 use crate::manifest::IndexManifest;
 use crate::schema::{ChunkFields, DocFields};
 
@@ -34,6 +35,9 @@ pub struct SearchIndex {
     pub(crate) chunk_reader: IndexReader,
     pub(crate) chunk_fields: ChunkFields,
     analyzer: TextAnalyzer,
+    /// `chunk_offsets[d]..chunk_offsets[d + 1]` are the chunk ids of document `d`.
+    chunk_offsets: Vec<u64>,
+    dense: Option<DenseIndex>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -87,6 +91,23 @@ impl SearchIndex {
                 ),
             });
         }
+        let chunk_counts =
+            read_chunk_counts(&doc_reader, manifest.documents).map_err(|reason| {
+                IndexError::Damaged {
+                    path: dir.to_path_buf(),
+                    reason,
+                }
+            })?;
+        let mut chunk_offsets = Vec::with_capacity(chunk_counts.len() + 1);
+        chunk_offsets.push(0u64);
+        for count in &chunk_counts {
+            let last = chunk_offsets.last().copied().unwrap_or(0);
+            chunk_offsets.push(last + u64::from(*count));
+        }
+        let dense = match &manifest.dense {
+            Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
+            None => None,
+        };
         Ok(SearchIndex {
             dir: dir.to_path_buf(),
             manifest,
@@ -95,7 +116,41 @@ impl SearchIndex {
             chunk_reader,
             chunk_fields,
             analyzer: english(),
+            chunk_offsets,
+            dense,
         })
+    }
+
+    /// The dense part, if the index was built with an embedder.
+    pub fn dense(&self) -> Option<&DenseIndex> {
+        self.dense.as_ref()
+    }
+
+    /// Refuses an embedder other than the one the index was built with.
+    pub fn check_embedder(&self, model_id: &str, dimension: usize) -> Result<(), IndexError> {
+        match &self.manifest.dense {
+            Some(d) if d.model_id != model_id || d.dimension != dimension => {
+                Err(IndexError::ModelMismatch {
+                    index_model: d.model_id.clone(),
+                    index_dimension: d.dimension,
+                    model: model_id.to_string(),
+                    dimension,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Chunk ids of document `ord`.
+    pub fn chunk_range(&self, ord: u64) -> std::ops::Range<u64> {
+        let i = usize::try_from(ord).unwrap_or(usize::MAX);
+        match (
+            self.chunk_offsets.get(i),
+            self.chunk_offsets.get(i.saturating_add(1)),
+        ) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        }
     }
 
     pub fn manifest(&self) -> &IndexManifest {
@@ -150,4 +205,24 @@ impl SearchIndex {
             text: text(f.body),
         })
     }
+}
+
+/// Chunk counts by document ordinal, from the `ord` and `chunk_count` fast fields.
+fn read_chunk_counts(reader: &IndexReader, documents: u64) -> Result<Vec<u32>, String> {
+    let searcher = reader.searcher();
+    let mut counts = vec![0u32; usize::try_from(documents).map_err(|e| e.to_string())?];
+    for segment in searcher.segment_readers() {
+        let fast = segment.fast_fields();
+        let ords = fast.u64("ord").map_err(|e| e.to_string())?;
+        let chunk_counts = fast.u64("chunk_count").map_err(|e| e.to_string())?;
+        for doc in 0..segment.max_doc() {
+            if let (Some(ord), Some(count)) = (ords.first(doc), chunk_counts.first(doc)) {
+                let slot = counts
+                    .get_mut(usize::try_from(ord).unwrap_or(usize::MAX))
+                    .ok_or_else(|| format!("document ordinal {ord} out of range"))?;
+                *slot = u32::try_from(count).unwrap_or(u32::MAX);
+            }
+        }
+    }
+    Ok(counts)
 }

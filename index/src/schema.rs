@@ -37,6 +37,8 @@ pub struct DocFields {
     pub body: Field,
     /// Title and body, analysed: what document-level BM25 scores.
     pub content: Field,
+    /// Number of chunks; a document's chunks have consecutive chunk ids, in document order.
+    pub chunk_count: Field,
 }
 
 impl DocFields {
@@ -52,6 +54,7 @@ impl DocFields {
             date: b.add_text_field("date", STORED),
             body: b.add_text_field("body", STORED),
             content: b.add_text_field("content", analyzed(false)),
+            chunk_count: b.add_u64_field("chunk_count", FAST | STORED),
         };
         (b.build(), fields)
     }
@@ -67,6 +70,7 @@ impl DocFields {
             date: schema.get_field("date")?,
             body: schema.get_field("body")?,
             content: schema.get_field("content")?,
+            chunk_count: schema.get_field("chunk_count")?,
         })
     }
 }
@@ -74,6 +78,8 @@ impl DocFields {
 /// One tantivy document per chunk.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkFields {
+    /// Global chunk id: the chunk's row in the dense vector store.
+    pub chunk_id: Field,
     /// `ord` of the chunk's document.
     pub doc_ord: Field,
     /// Position of the chunk within its document.
@@ -91,6 +97,7 @@ impl ChunkFields {
     pub fn schema() -> (Schema, ChunkFields) {
         let mut b = Schema::builder();
         let fields = ChunkFields {
+            chunk_id: b.add_u64_field("chunk_id", INDEXED | FAST | STORED),
             doc_ord: b.add_u64_field("doc_ord", INDEXED | FAST | STORED),
             chunk_ord: b.add_u64_field("chunk_ord", STORED),
             start: b.add_u64_field("start", STORED),
@@ -103,6 +110,7 @@ impl ChunkFields {
 
     pub fn from_schema(schema: &Schema) -> tantivy::Result<ChunkFields> {
         Ok(ChunkFields {
+            chunk_id: schema.get_field("chunk_id")?,
             doc_ord: schema.get_field("doc_ord")?,
             chunk_ord: schema.get_field("chunk_ord")?,
             start: schema.get_field("start")?,

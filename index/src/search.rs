@@ -1,15 +1,17 @@
-//! Two-stage retrieval.
+//! Two-stage hybrid retrieval.
 //!
-//! 1. **Documents**: BM25 over `content` (title + body) selects `candidates` documents.
-//! 2. **Chunks**: BM25 over the chunks of those candidates (each chunk indexed with its document's
-//!    title); each document keeps its best chunk (MaxP). The document's final score fuses its
-//!    best-chunk score with its document score; the top `k` are returned with the best chunk as
-//!    snippet.
+//! 1. **Documents.** BM25 over `content` (title + body) and, when the index has vectors and a query
+//!    vector is given, the dense document index each select `candidates` documents; stage 2 gets
+//!    their union.
+//! 2. **Chunks.** Every chunk of the candidates is scored by BM25 (title + chunk text) and by exact
+//!    cosine with the query vector. Each signal is min-max normalised over the pool and the chunk's
+//!    score is their weighted sum. A document takes its best chunk (MaxP), fused with its own BM25
+//!    score; the top `k` are returned with the best chunk as snippet.
 //!
-//! Ties are broken by document ordinal, so the same index, query and parameters always give the
-//! same list.
+//! Ties are broken by document ordinal and chunk id, so the same index, query and parameters
+//! always give the same list.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
@@ -21,19 +23,72 @@ use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDo
 use crate::fusion::{Fusion, Signal, fuse, sorted};
 use crate::{IndexError, SearchIndex};
 
+/// Weights of the ranking signals (each min-max normalised before weighting).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Weights {
+    /// The whole document's BM25 score.
+    pub bm25_doc: f32,
+    /// A chunk's BM25 score (title + chunk text).
+    pub bm25_chunk: f32,
+    /// A chunk's cosine similarity with the query.
+    pub dense_chunk: f32,
+}
+
+/// Which retrievers take part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Bm25,
+    Dense,
+    Hybrid,
+}
+
+impl Mode {
+    /// The default weights of each mode; hybrid's were chosen by the measurements in
+    /// `BENCHMARKS.md`.
+    pub fn weights(self) -> Weights {
+        match self {
+            Mode::Bm25 => Weights {
+                bm25_doc: 1.0,
+                bm25_chunk: 1.0,
+                dense_chunk: 0.0,
+            },
+            Mode::Dense => Weights {
+                bm25_doc: 0.0,
+                bm25_chunk: 0.0,
+                dense_chunk: 1.0,
+            },
+            Mode::Hybrid => Weights {
+                bm25_doc: 1.0,
+                bm25_chunk: 1.0,
+                dense_chunk: 1.0,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bm25" => Ok(Mode::Bm25),
+            "dense" => Ok(Mode::Dense),
+            "hybrid" => Ok(Mode::Hybrid),
+            other => Err(format!("unknown mode `{other}` (bm25, dense, hybrid)")),
+        }
+    }
+}
+
 /// Parameters of one search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchParams {
     /// Results to return.
     pub k: usize,
-    /// Documents stage 1 hands to stage 2.
+    /// Documents each stage-1 retriever hands to stage 2.
     pub candidates: usize,
-    /// How stage 2 combines its signals.
+    /// How a document's best-chunk score and its document score are combined.
     pub fusion: Fusion,
-    /// Weight of the best chunk's BM25 score (MaxP).
-    pub chunk_weight: f32,
-    /// Weight of the whole document's BM25 score.
-    pub doc_weight: f32,
+    pub weights: Weights,
 }
 
 impl Default for SearchParams {
@@ -42,8 +97,7 @@ impl Default for SearchParams {
             k: 10,
             candidates: 100,
             fusion: Fusion::Weighted,
-            chunk_weight: 1.0,
-            doc_weight: 1.0,
+            weights: Mode::Bm25.weights(),
         }
     }
 }
@@ -60,83 +114,195 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// A chunk in the stage-2 pool.
+#[derive(Debug, Clone, Copy)]
+struct PoolChunk {
+    doc: u64,
+    bm25: Option<f32>,
+    dense: Option<f32>,
+    address: Option<DocAddress>,
+}
+
 impl SearchIndex {
-    /// Runs both stages for `query`.
-    pub fn search(&self, query: &str, params: &SearchParams) -> Result<Vec<Hit>, IndexError> {
+    /// Runs both stages for `query`; `query_vector` (the embedded query) enables the dense signals.
+    pub fn search(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        params: &SearchParams,
+    ) -> Result<Vec<Hit>, IndexError> {
+        let w = params.weights;
         let terms = self.analyze(query);
-        if terms.is_empty() || params.k == 0 {
+        let lexical = !terms.is_empty() && (w.bm25_doc > 0.0 || w.bm25_chunk > 0.0);
+        let dense_index = self.dense().filter(|_| w.dense_chunk > 0.0);
+        let query_vector = query_vector.filter(|_| dense_index.is_some());
+        if params.k == 0 || (!lexical && query_vector.is_none()) {
             return Ok(Vec::new());
         }
-        // Stage 1: candidate documents.
+        let limit = params.candidates.max(1);
         let doc_searcher = self.doc_reader.searcher();
-        let doc_query = bag_of_words(self.doc_fields.content, &terms);
-        let top = doc_searcher.search(
-            &doc_query,
-            &TopDocs::with_limit(params.candidates.max(1)).order_by_score(),
-        )?;
-        let mut candidates: Vec<(u64, f32, DocAddress)> = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let column = ord_column(doc_searcher.segment_reader(address.segment_ord), "ord")?;
-            if let Some(ord) = column.first(address.doc_id) {
-                candidates.push((ord, score, address));
+
+        // Stage 1.
+        let mut addresses: HashMap<u64, DocAddress> = HashMap::new();
+        let mut doc_bm25: BTreeMap<u64, f32> = BTreeMap::new();
+        if lexical {
+            let top = doc_searcher.search(
+                &bag_of_words(self.doc_fields.content, &terms),
+                &TopDocs::with_limit(limit).order_by_score(),
+            )?;
+            for (score, address) in top {
+                if let Some(ord) = column(doc_searcher.segment_reader(address.segment_ord), "ord")?
+                    .first(address.doc_id)
+                {
+                    addresses.insert(ord, address);
+                    doc_bm25.insert(ord, score);
+                }
             }
         }
+        let mut candidates: Vec<u64> = doc_bm25.keys().copied().collect();
+        if let (Some(dense), Some(q)) = (dense_index, query_vector) {
+            for (ord, _) in dense.search_docs(q, limit)? {
+                if !doc_bm25.contains_key(&ord) {
+                    candidates.push(ord);
+                }
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let address_of: HashMap<u64, DocAddress> = candidates.iter().map(|c| (c.0, c.2)).collect();
-        let doc_scores: Vec<(u64, f32)> = candidates.iter().map(|c| (c.0, c.1)).collect();
+        // Candidates found only by the dense retriever still get their BM25 document score.
+        if lexical && candidates.len() > doc_bm25.len() {
+            let restricted = restrict(
+                bag_of_words(self.doc_fields.content, &terms),
+                TermSetQuery::new(
+                    candidates
+                        .iter()
+                        .map(|&o| Term::from_field_u64(self.doc_fields.ord, o)),
+                ),
+            );
+            for (ord, (score, address)) in
+                doc_searcher.search(&restricted, &ScoresByKey { key: "ord" })?
+            {
+                doc_bm25.insert(ord, score);
+                addresses.insert(ord, address);
+            }
+        }
 
-        // Stage 2: best chunk per candidate.
+        // Stage 2: the chunk pool.
         let chunk_searcher = self.chunk_reader.searcher();
-        let restrict = TermSetQuery::new(
-            candidates
-                .iter()
-                .map(|c| Term::from_field_u64(self.chunk_fields.doc_ord, c.0)),
-        );
-        let chunk_query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(bag_of_words(self.chunk_fields.context, &terms)) as Box<dyn Query>,
-            ),
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(restrict), 0.0)),
-            ),
-        ]);
-        let best = chunk_searcher.search(&chunk_query, &BestChunkPerDoc)?;
-        let chunk_scores: Vec<(u64, f32)> = best
-            .iter()
-            .map(|(ord, (score, _))| (*ord, *score))
-            .collect();
+        let mut pool: BTreeMap<u64, PoolChunk> = BTreeMap::new();
+        if lexical {
+            let restricted = restrict(
+                bag_of_words(self.chunk_fields.context, &terms),
+                TermSetQuery::new(
+                    candidates
+                        .iter()
+                        .map(|&o| Term::from_field_u64(self.chunk_fields.doc_ord, o)),
+                ),
+            );
+            for (chunk_id, (score, address)) in
+                chunk_searcher.search(&restricted, &ScoresByKey { key: "chunk_id" })?
+            {
+                pool.insert(
+                    chunk_id,
+                    PoolChunk {
+                        doc: u64::MAX,
+                        bm25: Some(score),
+                        dense: None,
+                        address: Some(address),
+                    },
+                );
+            }
+        }
+        for &doc in &candidates {
+            for chunk_id in self.chunk_range(doc) {
+                let similarity = match (dense_index, query_vector) {
+                    (Some(dense), Some(q)) => {
+                        Some(stillweb_models::dot(q, dense.chunk_vector(chunk_id)))
+                    }
+                    _ => None,
+                };
+                match pool.entry(chunk_id) {
+                    std::collections::btree_map::Entry::Occupied(mut e) => {
+                        e.get_mut().doc = doc;
+                        e.get_mut().dense = similarity;
+                    }
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        if similarity.is_some() {
+                            e.insert(PoolChunk {
+                                doc,
+                                bm25: None,
+                                dense: similarity,
+                                address: None,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        pool.retain(|_, c| c.doc != u64::MAX);
 
+        // Chunk scores: normalised signals, weighted; then the best chunk of each document.
+        let bm25_range = min_max(pool.values().filter_map(|c| c.bm25));
+        let dense_range = min_max(pool.values().filter_map(|c| c.dense));
+        let mut best: BTreeMap<u64, (f32, u64)> = BTreeMap::new();
+        for (&chunk_id, c) in &pool {
+            let score = w.bm25_chunk * normalized(c.bm25, bm25_range)
+                + w.dense_chunk * normalized(c.dense, dense_range);
+            let entry = best.entry(c.doc).or_insert((f32::NEG_INFINITY, chunk_id));
+            if score > entry.0 {
+                *entry = (score, chunk_id);
+            }
+        }
+        let chunk_signal: Vec<(u64, f32)> = best.iter().map(|(&d, &(s, _))| (d, s)).collect();
+        let doc_signal: Vec<(u64, f32)> = doc_bm25.iter().map(|(&d, &s)| (d, s)).collect();
         let fused = fuse(
             params.fusion,
             &[
                 Signal {
-                    weight: params.chunk_weight,
-                    scores: &chunk_scores,
+                    weight: 1.0,
+                    scores: &chunk_signal,
                 },
                 Signal {
-                    weight: params.doc_weight,
-                    scores: &doc_scores,
+                    weight: w.bm25_doc,
+                    scores: &doc_signal,
                 },
             ],
         );
+
         let mut hits = Vec::with_capacity(params.k.min(fused.len()));
         for (ord, score) in fused.into_iter().take(params.k) {
-            let Some(&address) = address_of.get(&ord) else {
-                continue;
+            let address = match addresses.get(&ord) {
+                Some(a) => *a,
+                None => match self.address_by_u64(&doc_searcher, self.doc_fields.ord, ord)? {
+                    Some(a) => a,
+                    None => continue,
+                },
             };
             let doc = self.stored_doc(&doc_searcher, address)?;
             let snippet = match best.get(&ord) {
-                Some((_, chunk_address)) => {
-                    let chunk: TantivyDocument = chunk_searcher.doc(*chunk_address)?;
-                    chunk
-                        .get_first(self.chunk_fields.text)
-                        .and_then(|v| v.as_str())
-                        .unwrap_or_default()
-                        .to_string()
+                Some(&(_, chunk_id)) => {
+                    let address = match pool.get(&chunk_id).and_then(|c| c.address) {
+                        Some(a) => Some(a),
+                        None => self.address_by_u64(
+                            &chunk_searcher,
+                            self.chunk_fields.chunk_id,
+                            chunk_id,
+                        )?,
+                    };
+                    match address {
+                        Some(a) => {
+                            let chunk: TantivyDocument = chunk_searcher.doc(a)?;
+                            chunk
+                                .get_first(self.chunk_fields.text)
+                                .and_then(|v| v.as_str())
+                                .unwrap_or_default()
+                                .to_string()
+                        }
+                        None => lead(&doc.text),
+                    }
                 }
                 None => lead(&doc.text),
             };
@@ -153,7 +319,7 @@ impl SearchIndex {
         Ok(hits)
     }
 
-    /// Stage-1 scores only (document BM25), for evaluation and debugging.
+    /// Stage-1 document BM25 only, for evaluation and debugging.
     pub fn search_documents(
         &self,
         query: &str,
@@ -170,13 +336,44 @@ impl SearchIndex {
         )?;
         let mut out = Vec::with_capacity(top.len());
         for (score, address) in top {
-            if let Some(ord) = ord_column(searcher.segment_reader(address.segment_ord), "ord")?
-                .first(address.doc_id)
+            if let Some(ord) =
+                column(searcher.segment_reader(address.segment_ord), "ord")?.first(address.doc_id)
             {
                 out.push((ord, score));
             }
         }
         Ok(sorted(out))
+    }
+
+    /// The tantivy address of the document whose u64 `field` equals `value`.
+    fn address_by_u64(
+        &self,
+        searcher: &tantivy::Searcher,
+        field: Field,
+        value: u64,
+    ) -> Result<Option<DocAddress>, IndexError> {
+        let query = TermQuery::new(Term::from_field_u64(field, value), IndexRecordOption::Basic);
+        Ok(searcher
+            .search(&query, &TopDocs::with_limit(1).order_by_score())?
+            .first()
+            .map(|(_, a)| *a))
+    }
+}
+
+fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
+    values
+        .filter(|v| v.is_finite())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// A signal scaled to [0, 1] over the pool; a chunk without the signal gets 0.
+fn normalized(value: Option<f32>, (lo, hi): (f32, f32)) -> f32 {
+    match value {
+        Some(v) if v.is_finite() && hi > lo => (v - lo) / (hi - lo),
+        Some(v) if v.is_finite() => 1.0,
+        _ => 0.0,
     }
 }
 
@@ -202,41 +399,41 @@ fn bag_of_words(field: Field, terms: &[String]) -> BooleanQuery {
     )
 }
 
-fn ord_column(segment: &SegmentReader, name: &str) -> Result<Column<u64>, IndexError> {
+/// `scored` restricted to the documents of `filter`, which adds nothing to the score.
+fn restrict(scored: BooleanQuery, filter: TermSetQuery) -> BooleanQuery {
+    BooleanQuery::new(vec![
+        (Occur::Must, Box::new(scored) as Box<dyn Query>),
+        (
+            Occur::Must,
+            Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
+        ),
+    ])
+}
+
+fn column(segment: &SegmentReader, name: &str) -> Result<Column<u64>, IndexError> {
     Ok(segment.fast_fields().u64(name)?)
 }
 
-/// Collects, for each document ordinal, its best-scoring chunk (MaxP). Ties go to the chunk with
-/// the smaller address, so the choice is deterministic.
-struct BestChunkPerDoc;
-
-type BestChunks = HashMap<u64, (Score, DocAddress)>;
-
-fn keep_better(best: &mut BestChunks, ord: u64, candidate: (Score, DocAddress)) {
-    best.entry(ord)
-        .and_modify(|current| {
-            let better =
-                candidate.0 > current.0 || (candidate.0 == current.0 && candidate.1 < current.1);
-            if better {
-                *current = candidate;
-            }
-        })
-        .or_insert(candidate);
+/// Collects every match's score and address, keyed by a u64 fast field.
+struct ScoresByKey {
+    key: &'static str,
 }
 
-impl Collector for BestChunkPerDoc {
-    type Fruit = BestChunks;
-    type Child = BestChunkSegment;
+type Scores = HashMap<u64, (Score, DocAddress)>;
+
+impl Collector for ScoresByKey {
+    type Fruit = Scores;
+    type Child = ScoresByKeySegment;
 
     fn for_segment(
         &self,
         segment_ord: SegmentOrdinal,
         segment: &SegmentReader,
-    ) -> tantivy::Result<BestChunkSegment> {
-        Ok(BestChunkSegment {
+    ) -> tantivy::Result<ScoresByKeySegment> {
+        Ok(ScoresByKeySegment {
             segment_ord,
-            doc_ords: segment.fast_fields().u64("doc_ord")?,
-            best: HashMap::new(),
+            keys: segment.fast_fields().u64(self.key)?,
+            scores: HashMap::new(),
         })
     }
 
@@ -244,37 +441,28 @@ impl Collector for BestChunkPerDoc {
         true
     }
 
-    fn merge_fruits(&self, fruits: Vec<BestChunks>) -> tantivy::Result<BestChunks> {
-        let mut merged = BestChunks::new();
-        for fruit in fruits {
-            for (ord, candidate) in fruit {
-                keep_better(&mut merged, ord, candidate);
-            }
-        }
-        Ok(merged)
+    fn merge_fruits(&self, fruits: Vec<Scores>) -> tantivy::Result<Scores> {
+        Ok(fruits.into_iter().flatten().collect())
     }
 }
 
-struct BestChunkSegment {
+struct ScoresByKeySegment {
     segment_ord: SegmentOrdinal,
-    doc_ords: Column<u64>,
-    best: BestChunks,
+    keys: Column<u64>,
+    scores: Scores,
 }
 
-impl SegmentCollector for BestChunkSegment {
-    type Fruit = BestChunks;
+impl SegmentCollector for ScoresByKeySegment {
+    type Fruit = Scores;
 
     fn collect(&mut self, doc: DocId, score: Score) {
-        if let Some(ord) = self.doc_ords.first(doc) {
-            keep_better(
-                &mut self.best,
-                ord,
-                (score, DocAddress::new(self.segment_ord, doc)),
-            );
+        if let Some(key) = self.keys.first(doc) {
+            self.scores
+                .insert(key, (score, DocAddress::new(self.segment_ord, doc)));
         }
     }
 
-    fn harvest(self) -> BestChunks {
-        self.best
+    fn harvest(self) -> Scores {
+        self.scores
     }
 }

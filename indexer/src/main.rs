@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::dense::DocVectors;
 use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items};
 use stillweb_index::fusion::Fusion;
-use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index};
+use stillweb_index::search::{Mode, Weights};
+use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
+use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -39,6 +42,14 @@ enum Command {
         /// Indexing memory budget per index, in MiB.
         #[arg(long, default_value_t = 256)]
         writer_memory_mib: usize,
+        /// Build a lexical (BM25) index only, without embedding chunks.
+        #[arg(long)]
+        no_dense: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// How a document is represented in the dense document index: best-chunk, mean or lead.
+        #[arg(long, default_value = "best-chunk")]
+        doc_vectors: DocVectors,
     },
     /// Evaluate retrieval quality; prints JSON.
     Eval {
@@ -53,7 +64,40 @@ enum Command {
         items: Option<PathBuf>,
         #[command(flatten)]
         ranking: RankingArgs,
+        #[command(flatten)]
+        model: ModelArgs,
     },
+}
+
+/// Which embedder to load.
+#[derive(clap::Args, Debug)]
+struct ModelArgs {
+    /// Embedder directory (with model.toml); default: the one `models/fetch` installs.
+    #[arg(long, env = "STILLWEB_EMBEDDER")]
+    embedder: Option<PathBuf>,
+    /// Intra-op threads for the embedder; 0 = one per core.
+    #[arg(long, default_value_t = 0)]
+    model_threads: usize,
+}
+
+impl ModelArgs {
+    fn load(&self) -> anyhow::Result<OnnxEmbedder> {
+        let dir = self
+            .embedder
+            .clone()
+            .unwrap_or_else(stillweb_models::config::default_embedder_dir);
+        let threads = if self.model_threads == 0 {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        } else {
+            self.model_threads
+        };
+        OnnxEmbedder::load(&dir, ExecutionProvider::Cpu, threads).with_context(|| {
+            format!(
+                "loading the embedder from {} (or pass --no-dense for a BM25-only index)",
+                dir.display()
+            )
+        })
+    }
 }
 
 /// Ranking parameters shared with the server.
@@ -62,23 +106,33 @@ struct RankingArgs {
     /// Candidate documents from stage 1.
     #[arg(long, default_value_t = 100)]
     candidates: usize,
-    /// Weight of the best chunk's score in stage 2.
-    #[arg(long, default_value_t = SearchParams::default().chunk_weight)]
-    chunk_weight: f32,
-    /// Weight of the document's score in stage 2.
-    #[arg(long, default_value_t = SearchParams::default().doc_weight)]
-    doc_weight: f32,
     /// Use reciprocal-rank fusion with this k instead of normalised weighted fusion.
     #[arg(long)]
     rrf_k: Option<f32>,
+    /// Retrievers: bm25, dense or hybrid (default: hybrid when the index has vectors, else bm25).
+    #[arg(long)]
+    mode: Option<Mode>,
+    /// Override the mode's weight of the document BM25 score.
+    #[arg(long)]
+    bm25_doc_weight: Option<f32>,
+    /// Override the mode's weight of the chunk BM25 score.
+    #[arg(long)]
+    bm25_chunk_weight: Option<f32>,
+    /// Override the mode's weight of the chunk cosine similarity.
+    #[arg(long)]
+    dense_chunk_weight: Option<f32>,
 }
 
 impl RankingArgs {
-    fn params(&self) -> SearchParams {
+    fn params(&self, mode: Mode) -> SearchParams {
+        let defaults = mode.weights();
         SearchParams {
             candidates: self.candidates,
-            chunk_weight: self.chunk_weight,
-            doc_weight: self.doc_weight,
+            weights: Weights {
+                bm25_doc: self.bm25_doc_weight.unwrap_or(defaults.bm25_doc),
+                bm25_chunk: self.bm25_chunk_weight.unwrap_or(defaults.bm25_chunk),
+                dense_chunk: self.dense_chunk_weight.unwrap_or(defaults.dense_chunk),
+            },
             fusion: self.rrf_k.map_or(Fusion::Weighted, |k| Fusion::Rrf { k }),
             ..SearchParams::default()
         }
@@ -100,6 +154,9 @@ fn main() -> anyhow::Result<()> {
             force,
             max_bad_fraction,
             writer_memory_mib,
+            no_dense,
+            model,
+            doc_vectors,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&max_bad_fraction),
@@ -110,11 +167,17 @@ fn main() -> anyhow::Result<()> {
                 max_bad_fraction,
                 writer_memory_bytes: writer_memory_mib.max(16) << 20,
                 force,
+                doc_vectors,
                 ..BuildOptions::default()
             };
-            let report = build_index(&corpus, &out, &options).with_context(|| {
-                format!("building {} from {}", out.display(), manifest.display())
-            })?;
+            let mut embedder = if no_dense { None } else { Some(model.load()?) };
+            let report = build_index_with(
+                &corpus,
+                &out,
+                &options,
+                embedder.as_mut().map(|e| e as &mut dyn Embedder),
+            )
+            .with_context(|| format!("building {} from {}", out.display(), manifest.display()))?;
             for source in &report.manifest.sources {
                 for file in &source.files {
                     eprintln!(
@@ -139,21 +202,40 @@ fn main() -> anyhow::Result<()> {
             beir,
             items,
             ranking,
+            model,
         } => {
             let index = SearchIndex::open(&index)?;
-            let params = ranking.params();
+            let has_dense = index.manifest().dense.is_some();
+            let mode = ranking
+                .mode
+                .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
+            anyhow::ensure!(
+                mode == Mode::Bm25 || has_dense,
+                "--mode {mode:?} needs an index built with vectors (this one was built with --no-dense)"
+            );
+            let params = ranking.params(mode);
+            let mut embedder = if mode == Mode::Bm25 {
+                None
+            } else {
+                Some(model.load()?)
+            };
+            if let Some(e) = &embedder {
+                index.check_embedder(e.model_id(), e.dimension())?;
+            }
+            let embedder = embedder.as_mut().map(|e| e as &mut dyn Embedder);
             let output = if let Some(dir) = beir {
                 let set = load_beir(&dir)?;
-                serde_json::to_value(evaluate_beir(&index, &set, &params)?)?
+                serde_json::to_value(evaluate_beir(&index, &set, &params, embedder)?)?
             } else if let Some(path) = items {
                 let items = load_items(&path)?;
-                serde_json::to_value(evaluate_items(&index, &items, &params)?)?
+                serde_json::to_value(evaluate_items(&index, &items, &params, embedder)?)?
             } else {
                 anyhow::bail!("pass --beir DIR or --items FILE");
             };
             let mut output = output;
             output["index"] = index.manifest().build_id.clone().into();
             output["params"] = serde_json::to_value(&params)?;
+            output["mode"] = serde_json::to_value(mode)?;
             println!("{}", serde_json::to_string_pretty(&output)?);
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use stillweb_index::SearchParams;
+use stillweb_index::search::Mode;
 
 use crate::session::SessionLimits;
 
@@ -45,9 +46,19 @@ pub struct Args {
     /// Most URLs remembered per session; the oldest are forgotten beyond it.
     #[arg(long, env = "STILLWEB_MAX_URLS_PER_SESSION", default_value_t = 10_000)]
     pub max_urls_per_session: usize,
-    /// Candidate documents that stage 1 hands to stage 2.
+    /// Candidate documents that each stage-1 retriever hands to stage 2.
     #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
     pub candidates: usize,
+    /// Retrievers: bm25, dense or hybrid; default hybrid when the index has vectors, else bm25.
+    #[arg(long, env = "STILLWEB_MODE")]
+    pub mode: Option<Mode>,
+    /// Embedder directory (with model.toml); default: the one `models/fetch` installs. Must be
+    /// the model the index was built with.
+    #[arg(long, env = "STILLWEB_EMBEDDER")]
+    pub embedder: Option<PathBuf>,
+    /// Intra-op threads of the query embedder.
+    #[arg(long, env = "STILLWEB_MODEL_THREADS", default_value_t = 1)]
+    pub model_threads: usize,
 }
 
 /// Validated configuration.
@@ -60,7 +71,11 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub max_query_chars: usize,
     pub sessions: SessionLimits,
+    /// Ranking parameters; the weights are set from `mode` once the index is open.
     pub search: SearchParams,
+    pub mode: Option<Mode>,
+    pub embedder: PathBuf,
+    pub model_threads: usize,
 }
 
 impl Args {
@@ -103,6 +118,11 @@ impl Args {
                 candidates: self.candidates,
                 ..SearchParams::default()
             },
+            mode: self.mode,
+            embedder: self
+                .embedder
+                .unwrap_or_else(stillweb_models::config::default_embedder_dir),
+            model_threads: self.model_threads.max(1),
         })
     }
 }

@@ -18,6 +18,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use stillweb_index::SearchIndex;
+use stillweb_index::search::Mode;
+use stillweb_models::worker::EmbedWorker;
+use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder};
 use tower_http::trace::TraceLayer;
 use tracing::info;
 
@@ -46,10 +49,44 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Opens the index and builds the state; runs one query so the first request is not slow.
-pub fn prepare(config: Config) -> anyhow::Result<AppState> {
+/// Opens the index (and, for dense or hybrid search, the query embedder it was built with) and
+/// builds the state; runs one query so the first request is not slow.
+pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     let started = Instant::now();
     let index = SearchIndex::open(&config.index)?;
+    let has_dense = index.manifest().dense.is_some();
+    let mode = config
+        .mode
+        .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
+    anyhow::ensure!(
+        mode == Mode::Bm25 || has_dense,
+        "--mode {mode:?} needs an index built with vectors; {} was built with --no-dense",
+        config.index.display()
+    );
+    config.mode = Some(mode);
+    config.search.weights = mode.weights();
+    let embedder = if mode == Mode::Bm25 {
+        None
+    } else {
+        let model = OnnxEmbedder::load(
+            &config.embedder,
+            ExecutionProvider::Cpu,
+            config.model_threads,
+        )
+        .with_context(|| {
+            format!(
+                "loading the query embedder from {}",
+                config.embedder.display()
+            )
+        })?;
+        index.check_embedder(model.model_id(), model.dimension())?;
+        info!(
+            model = model.model_id(),
+            provider = ExecutionProvider::Cpu.name(),
+            "query embedder loaded"
+        );
+        Some(EmbedWorker::spawn(Box::new(model), "stillweb-embed", 1024)?)
+    };
     let manifest = index.manifest();
     info!(
         index = %config.index.display(),

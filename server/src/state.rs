@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stillweb_index::SearchIndex;
+use stillweb_models::worker::EmbedWorker;
 
 use crate::config::Config;
 use crate::pool::SearchPool;
@@ -16,12 +17,19 @@ pub struct AppState {
     pub sessions: Arc<SessionStore>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
+    /// The query embedder, when the index has vectors and the mode uses them.
+    pub embedder: Option<EmbedWorker>,
     ready: Arc<AtomicBool>,
 }
 
 impl AppState {
-    pub fn new(index: SearchIndex, config: Config) -> std::io::Result<AppState> {
+    pub fn new(
+        index: SearchIndex,
+        config: Config,
+        embedder: Option<EmbedWorker>,
+    ) -> std::io::Result<AppState> {
         Ok(AppState {
+            embedder,
             index: Arc::new(index),
             sessions: Arc::new(SessionStore::new(config.sessions.clone())),
             pool: SearchPool::new(config.search_threads)?,

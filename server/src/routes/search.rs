@@ -98,9 +98,19 @@ pub async fn run_search(
     params: SearchParams,
 ) -> Result<Vec<Hit>, ApiError> {
     let index = state.index.clone();
-    let work = state
-        .pool
-        .run(move || index.search(&query, &params).map_err(ApiError::internal));
+    let embedder = state.embedder.clone();
+    let work = state.pool.run(move || {
+        let vector = match &embedder {
+            Some(e) => e
+                .embed_queries(vec![query.clone()])
+                .map_err(ApiError::internal)?
+                .pop(),
+            None => None,
+        };
+        index
+            .search(&query, vector.as_deref(), &params)
+            .map_err(ApiError::internal)
+    });
     tokio::time::timeout(state.config.request_timeout, work)
         .await
         .map_err(|_| {

@@ -1,0 +1,192 @@
+//! Dense and hybrid retrieval plumbing with a deterministic hashing embedder (fast, no model), and
+//! HNSW recall against exact search. Quality with the real model is measured in the indexer's tests.
+
+use std::path::Path;
+
+use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::dense::DocVectors;
+use stillweb_index::search::{Mode, SearchParams};
+use stillweb_index::{BuildOptions, IndexError, SearchIndex, build_index_with};
+use stillweb_models::Embedder;
+use stillweb_models::fake::HashingEmbedder;
+
+const WORDS: &[&str] = &[
+    "river",
+    "mountain",
+    "engine",
+    "violin",
+    "comet",
+    "harvest",
+    "glacier",
+    "senate",
+    "protein",
+    "harbor",
+    "lantern",
+    "falcon",
+    "copper",
+    "orchard",
+    "thunder",
+    "cathedral",
+    "meadow",
+    "reactor",
+    "sonnet",
+    "canyon",
+    "saddle",
+    "quartz",
+    "tundra",
+    "vaccine",
+    "pendulum",
+    "lagoon",
+    "turbine",
+    "fresco",
+    "monsoon",
+    "beacon",
+];
+
+/// A deterministic synthetic corpus: each document strings together words chosen by a simple LCG.
+fn write_corpus(dir: &Path, documents: usize) -> std::path::PathBuf {
+    let mut state: u64 = 42;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let mut lines = String::new();
+    for d in 0..documents {
+        let sentences: Vec<String> = (0..3 + next() % 4)
+            .map(|_| {
+                let words: Vec<&str> = (0..6 + next() % 6)
+                    .map(|_| WORDS[next() % WORDS.len()])
+                    .collect();
+                format!("The {}.", words.join(" "))
+            })
+            .collect();
+        lines.push_str(&serde_json::json!({"id": d.to_string(), "url": format!("https://synthetic.example/{d}"), "title": format!("Doc {d}"), "text": sentences.join(" ")}).to_string());
+        lines.push('\n');
+    }
+    std::fs::write(dir.join("docs.jsonl"), lines).expect("write corpus");
+    std::fs::write(
+        dir.join("m.toml"),
+        "name = \"synthetic\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
+    )
+    .expect("write manifest");
+    dir.join("m.toml")
+}
+
+fn build(dir: &Path, documents: usize, doc_vectors: DocVectors) -> SearchIndex {
+    let manifest = CorpusManifest::load(&write_corpus(dir, documents)).expect("manifest");
+    let mut embedder = HashingEmbedder::new(64);
+    let out = dir.join(format!("index-{doc_vectors:?}"));
+    let options = BuildOptions {
+        doc_vectors,
+        ..BuildOptions::default()
+    };
+    build_index_with(
+        &manifest,
+        &out,
+        &options,
+        Some(&mut embedder as &mut dyn Embedder),
+    )
+    .expect("build");
+    SearchIndex::open(&out).expect("open")
+}
+
+#[test]
+fn dense_manifest_and_modes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = build(dir.path(), 300, DocVectors::BestChunk);
+    let dense = index.manifest().dense.as_ref().expect("dense manifest");
+    assert_eq!(dense.model_id, "stillweb/hashing-test-embedder");
+    assert_eq!(dense.dimension, 64);
+    assert_eq!(dense.chunk_vectors, index.manifest().chunks);
+
+    let mut embedder = HashingEmbedder::new(64);
+    let query = "glacier falcon quartz";
+    let vector = embedder.embed_queries(&[query]).expect("embed").remove(0);
+    for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
+        let params = SearchParams {
+            k: 10,
+            weights: mode.weights(),
+            ..SearchParams::default()
+        };
+        let hits = index.search(query, Some(&vector), &params).expect("search");
+        assert_eq!(hits.len(), 10, "{mode:?}");
+        assert!(
+            hits.windows(2).all(|w| w[0].score >= w[1].score),
+            "{mode:?} sorted"
+        );
+        assert!(
+            hits.iter()
+                .all(|h| !h.snippet.is_empty() && h.snippet.chars().count() <= 500)
+        );
+        // Deterministic.
+        assert_eq!(
+            hits,
+            index.search(query, Some(&vector), &params).expect("again")
+        );
+    }
+    // Dense mode without a query vector has nothing to go on.
+    let dense_only = SearchParams {
+        weights: Mode::Dense.weights(),
+        ..SearchParams::default()
+    };
+    assert!(
+        index
+            .search(query, None, &dense_only)
+            .expect("search")
+            .is_empty()
+    );
+    // Another model is refused.
+    let err = index
+        .check_embedder("other/model", 64)
+        .expect_err("mismatch");
+    assert!(matches!(err, IndexError::ModelMismatch { .. }));
+    assert!(err.to_string().contains("rebuild the index"));
+}
+
+/// HNSW over document vectors against exact search over the same vectors: recall@10 floor.
+#[test]
+fn hnsw_recall_against_exact_search() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = build(dir.path(), 3000, DocVectors::BestChunk);
+    let dense = index.dense().expect("dense");
+    let mut embedder = HashingEmbedder::new(64);
+    let mut found = 0usize;
+    let queries = 100;
+    for q in 0..queries {
+        let text = format!(
+            "{} {} {}",
+            WORDS[q % 30],
+            WORDS[(q * 7 + 3) % 30],
+            WORDS[(q * 13 + 5) % 30]
+        );
+        let vector = embedder.embed_queries(&[&text]).expect("embed").remove(0);
+        let approximate: Vec<u64> = dense
+            .search_docs(&vector, 10)
+            .expect("ann")
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        // Exact: best chunk per document by brute force.
+        let mut exact: Vec<(u64, f32)> = (0..index.manifest().documents)
+            .map(|d| {
+                let best = index
+                    .chunk_range(d)
+                    .map(|c| stillweb_models::dot(&vector, dense.chunk_vector(c)))
+                    .fold(f32::NEG_INFINITY, f32::max);
+                (d, best)
+            })
+            .collect();
+        exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let threshold = exact[9].1;
+        // Ties at the cut make any of the tied documents a correct answer.
+        found += approximate
+            .iter()
+            .filter(|d| exact.iter().any(|(e, s)| e == *d && *s >= threshold - 1e-6))
+            .count();
+    }
+    let recall = found as f64 / (queries * 10) as f64;
+    eprintln!("HNSW recall@10 vs exact: {recall:.3}");
+    assert!(recall >= 0.95, "recall@10 {recall}");
+}
