@@ -96,15 +96,16 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         chunks = manifest.chunks,
         "index opened"
     );
+    let warm_vector = match &embedder {
+        Some(e) => e.embed_queries(vec!["warm up".into()])?.pop(),
+        None => None,
+    };
     let warm = index
-        .search("warm up", &config.search)
+        .search("warm up", warm_vector.as_deref(), &config.search)
         .context("warm-up query failed")?;
-    info!(
-        results = warm.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "warmed up"
-    );
-    let state = AppState::new(index, config).context("cannot start the search thread pool")?;
+    info!(results = warm.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
+    let state =
+        AppState::new(index, config, embedder).context("cannot start the search thread pool")?;
     state.set_ready(true);
     Ok(state)
 }
