@@ -288,24 +288,12 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     if !models_fetched() {
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("fabricated");
-    let manifest = dir.path().join("m.toml");
-    std::fs::write(
+    let manifest = repo().join("corpus-manifests/fabricated.toml");
+    let out = cached_dense_index(
+        "fabricated",
         &manifest,
-        format!(
-            "name = \"fabricated\"\n[[source]]\nformat = \"jsonl\"\npath = \"{}\"\n",
-            data.join("fabricated/documents.jsonl").display()
-        ),
-    )
-    .expect("write");
-    json(&indexer(&[
-        "build",
-        "--manifest",
-        path_str(&manifest),
-        "--out",
-        path_str(&out),
-    ]));
+        &[data.join("fabricated/documents.jsonl")],
+    );
     let scores = json(&indexer(&[
         "eval",
         "--index",
@@ -320,4 +308,112 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     eprintln!("fabricated (hybrid, MiniLM): gold@1 {at1:.3} gold@10 {at10:.3}: {scores}");
     assert_eq!(scores["mode"], "hybrid");
     assert!(at1 >= 0.85 && at10 >= 0.99, "gold@1 {at1} gold@10 {at10}");
+}
+
+/// A content hash of everything that shapes a built index: the indexing code, the model files and
+/// the corpus. Expensive test indexes (embedding on 2 cores takes minutes) are cached under it,
+/// outside the checkout, and rebuilt whenever any of it changes.
+fn cache_key(inputs: &[PathBuf]) -> String {
+    use sha2::{Digest, Sha256};
+    fn walk(path: &Path, out: &mut Vec<PathBuf>) {
+        if path.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                .expect("read_dir")
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .collect();
+            entries.sort();
+            for e in entries {
+                walk(&e, out);
+            }
+        } else {
+            out.push(path.to_path_buf());
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["corpus/src", "index/src", "models/src", "indexer/src"] {
+        walk(&repo().join(dir), &mut files);
+    }
+    files.extend(inputs.iter().cloned());
+    let mut hasher = Sha256::new();
+    for file in files {
+        hasher.update(file.to_string_lossy().as_bytes());
+        hasher.update(std::fs::read(&file).expect("read input"));
+    }
+    hex::encode(hasher.finalize())[..16].to_string()
+}
+
+/// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder.
+fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf {
+    let model = stillweb_models::config::default_embedder_dir();
+    let mut inputs = vec![
+        manifest.to_path_buf(),
+        model.join("model.onnx"),
+        model.join("tokenizer.json"),
+        model.join("model.toml"),
+    ];
+    inputs.extend(data.iter().cloned());
+    let cache = std::env::var_os("STILLWEB_TEST_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            stillweb_models::models_dir()
+                .join("..")
+                .join("test-indexes")
+        });
+    let out = cache.join(format!("{name}-{}", cache_key(&inputs)));
+    if out.join("manifest.json").is_file() {
+        eprintln!("reusing cached index {}", out.display());
+        return out;
+    }
+    std::fs::create_dir_all(&cache).expect("create cache");
+    json(&indexer(&[
+        "build",
+        "--manifest",
+        path_str(manifest),
+        "--out",
+        path_str(&out),
+        "--force",
+    ]));
+    out
+}
+
+#[test]
+fn scifact_dense_and_hybrid_quality_floors() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let manifest = repo().join("corpus-manifests/scifact.toml");
+    let index = cached_dense_index(
+        "scifact",
+        &manifest,
+        &[data.join("beir/scifact/corpus.jsonl")],
+    );
+    let beir = data.join("beir/scifact");
+    let eval = |mode: &str| {
+        let scores = json(&indexer(&[
+            "eval",
+            "--index",
+            path_str(&index),
+            "--beir",
+            path_str(&beir),
+            "--mode",
+            mode,
+        ]));
+        let ndcg = scores["ndcg@10"].as_f64().expect("ndcg");
+        let recall = scores["recall@100"].as_f64().expect("recall");
+        eprintln!("scifact {mode}: ndcg@10 {ndcg:.4} recall@100 {recall:.4}");
+        (ndcg, recall)
+    };
+    let (dense_ndcg, _) = eval("dense");
+    assert!(dense_ndcg >= 0.66, "dense nDCG@10 {dense_ndcg} below 0.66");
+    let (hybrid_ndcg, hybrid_recall) = eval("hybrid");
+    assert!(
+        hybrid_ndcg >= 0.72,
+        "hybrid nDCG@10 {hybrid_ndcg} below 0.72"
+    );
+    assert!(
+        hybrid_recall >= 0.95,
+        "hybrid Recall@100 {hybrid_recall} below 0.95"
+    );
 }
