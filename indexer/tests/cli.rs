@@ -336,8 +336,16 @@ fn cache_key(inputs: &[PathBuf]) -> String {
     }
     files.extend(inputs.iter().cloned());
     let mut hasher = Sha256::new();
+    let root = repo();
     for file in files {
-        hasher.update(file.to_string_lossy().as_bytes());
+        // Names relative to the checkout, so that clones in other folders share the cache.
+        let name = file.strip_prefix(&root).unwrap_or(&file);
+        let name = if name.is_absolute() {
+            file.file_name().map(PathBuf::from).unwrap_or_default()
+        } else {
+            name.to_path_buf()
+        };
+        hasher.update(name.to_string_lossy().as_bytes());
         hasher.update(std::fs::read(&file).expect("read input"));
     }
     hex::encode(hasher.finalize())[..16].to_string()
