@@ -8,11 +8,12 @@
 //!   manifest.json   format version, build id, corpus sources with checksums and counts
 //!   docs/           one tantivy document per page: title, body (stored), url, host, date
 //!   chunks/         one tantivy document per chunk: title + chunk text, document ordinal
+//!   dense/          (indexes built with an embedder) chunk vectors and the HNSW document graph
 //! ```
 //!
-//! Retrieval ([`search`]) runs in two stages: BM25 over documents selects candidates, then BM25
-//! over the chunks of those candidates scores each document by its best chunk (MaxP), fused with
-//! the document score ([`fusion`]).
+//! Retrieval ([`search`]) runs in two stages: BM25 and the dense document index select candidates;
+//! then every chunk of those candidates is scored by BM25 and exact cosine, each document takes its
+//! best chunk (MaxP), fused with its document BM25 score ([`fusion`]).
 
 mod analyzer;
 mod build;

@@ -20,7 +20,7 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, Ter
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDocument, Term};
 
-use crate::fusion::{Fusion, Signal, fuse, sorted};
+use crate::fusion::{Fusion, Signal, fuse};
 use crate::{IndexError, SearchIndex};
 
 /// Weights of the ranking signals (each min-max normalised before weighting).
@@ -320,32 +320,6 @@ impl SearchIndex {
             });
         }
         Ok(hits)
-    }
-
-    /// Stage-1 document BM25 only, for evaluation and debugging.
-    pub fn search_documents(
-        &self,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let terms = self.analyze(query);
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let searcher = self.doc_reader.searcher();
-        let top = searcher.search(
-            &bag_of_words(self.doc_fields.content, &terms),
-            &TopDocs::with_limit(limit.max(1)).order_by_score(),
-        )?;
-        let mut out = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            if let Some(ord) =
-                column(searcher.segment_reader(address.segment_ord), "ord")?.first(address.doc_id)
-            {
-                out.push((ord, score));
-            }
-        }
-        Ok(sorted(out))
     }
 
     /// The tantivy address of the document whose u64 `field` equals `value`.
