@@ -28,7 +28,7 @@ const QUERY: &AsciiSet = &CONTROLS
     .add(b'}');
 
 /// A path segment also encodes `?`, which would otherwise start the query.
-const PATH: &AsciiSet = &QUERY.add(b'?');
+pub(crate) const PATH: &AsciiSet = &QUERY.add(b'?');
 
 /// Why a string is not a usable URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

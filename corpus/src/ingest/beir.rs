@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{BadRecord, Item, Items, SourceContext, finish, generated_url, json_lines};
+use super::{BadRecord, Item, Items, SourceContext, finish, generated_url, id_text, json_lines};
 use crate::{CorpusError, Document};
 
 #[derive(Deserialize)]
@@ -20,26 +20,13 @@ struct Line {
 
 pub(super) fn open(path: &Path, context: &SourceContext) -> Result<Items, CorpusError> {
     let context = context.clone();
-    json_lines(path, move |line_no, line| {
+    json_lines(path, move |line_no, parsed: Line| {
         let position = || format!("line {line_no}");
-        let parsed: Line = match serde_json::from_str(line) {
-            Ok(p) => p,
-            Err(e) => {
-                return Item::Bad(BadRecord {
-                    position: position(),
-                    reason: format!("invalid JSON: {e}"),
-                });
-            }
-        };
-        let id = match parsed.id {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => s,
-            Some(serde_json::Value::Number(n)) => n.to_string(),
-            _ => {
-                return Item::Bad(BadRecord {
-                    position: position(),
-                    reason: "missing `_id`".into(),
-                });
-            }
+        let Some(id) = id_text(parsed.id) else {
+            return Item::Bad(BadRecord {
+                position: position(),
+                reason: "missing `_id`".into(),
+            });
         };
         let doc = Document {
             url: generated_url(&context.name, &id),

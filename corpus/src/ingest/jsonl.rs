@@ -7,9 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{
-    BadRecord, Item, Items, SourceContext, derive_title, finish, generated_url, json_lines,
-};
+use super::{Items, SourceContext, derive_title, finish, generated_url, id_text, json_lines};
 use crate::{CorpusError, Document};
 
 #[derive(Deserialize)]
@@ -23,22 +21,9 @@ struct Line {
 
 pub(super) fn open(path: &Path, context: &SourceContext) -> Result<Items, CorpusError> {
     let context = context.clone();
-    json_lines(path, move |line_no, line| {
+    json_lines(path, move |line_no, parsed: Line| {
         let position = || format!("line {line_no}");
-        let parsed: Line = match serde_json::from_str(line) {
-            Ok(p) => p,
-            Err(e) => {
-                return Item::Bad(BadRecord {
-                    position: position(),
-                    reason: format!("invalid JSON: {e}"),
-                });
-            }
-        };
-        let id = match parsed.id {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => s,
-            Some(serde_json::Value::Number(n)) => n.to_string(),
-            _ => format!("{}-{line_no}", context.name),
-        };
+        let id = id_text(parsed.id).unwrap_or_else(|| format!("{}-{line_no}", context.name));
         let text = parsed.text.unwrap_or_default();
         let url = parsed
             .url

@@ -95,10 +95,11 @@ fn read_prefix(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Reads JSON Lines, handing each non-empty line with its 1-based number to `parse`.
-pub(crate) fn json_lines(
+/// Reads JSON Lines: each non-empty line is deserialised as `T` and handed with its 1-based number
+/// to `convert`; a line that is not UTF-8 or not valid JSON for `T` is a bad record.
+pub(crate) fn json_lines<T: serde::de::DeserializeOwned>(
     path: &Path,
-    mut parse: impl FnMut(usize, &str) -> Item + Send + 'static,
+    mut convert: impl FnMut(usize, T) -> Item + Send + 'static,
 ) -> Result<Items, CorpusError> {
     let reader = open_text(path)?;
     let mut lines = reader.split(b'\n').enumerate();
@@ -110,27 +111,39 @@ pub(crate) fn json_lines(
             }
             let (index, line) = lines.next()?;
             let line_no = index + 1;
+            let bad = |reason: String| {
+                Item::Bad(BadRecord {
+                    position: format!("line {line_no}"),
+                    reason,
+                })
+            };
             let item = match line {
                 Err(e) => {
                     // The rest of the file is unreadable; report once and stop.
                     done = true;
-                    Item::Bad(BadRecord {
-                        position: format!("line {line_no}"),
-                        reason: format!("read error, rest of file skipped: {e}"),
-                    })
+                    bad(format!("read error, rest of file skipped: {e}"))
                 }
                 Ok(bytes) => match std::str::from_utf8(&bytes) {
-                    Err(e) => Item::Bad(BadRecord {
-                        position: format!("line {line_no}"),
-                        reason: format!("not UTF-8: {e}"),
-                    }),
+                    Err(e) => bad(format!("not UTF-8: {e}")),
                     Ok(s) if s.trim().is_empty() => continue,
-                    Ok(s) => parse(line_no, s.trim_end_matches('\r')),
+                    Ok(s) => match serde_json::from_str::<T>(s.trim_end_matches('\r')) {
+                        Ok(record) => convert(line_no, record),
+                        Err(e) => bad(format!("invalid JSON: {e}")),
+                    },
                 },
             };
             return Some(item);
         }
     })))
+}
+
+/// A JSON id as text: strings as they are, numbers printed; anything else (or empty) is no id.
+pub(crate) fn id_text(value: Option<serde_json::Value>) -> Option<String> {
+    match value {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// `https://stillweb.invalid/{source}/{id}`: the deterministic URL of a document that has none.

@@ -341,28 +341,12 @@ fn parse_namespaces(siteinfo: &str) -> HashMap<String, i64> {
 
 /// `https://en.wikipedia.org/wiki/Title_With_Underscores`, percent-encoded as Wikipedia does.
 pub fn wikipedia_url(title: &str) -> String {
-    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-    // Wikipedia leaves these unescaped in article paths.
-    const TITLE: &AsciiSet = &CONTROLS
-        .add(b' ')
-        .add(b'"')
-        .add(b'#')
-        .add(b'%')
-        .add(b'<')
-        .add(b'>')
-        .add(b'?')
-        .add(b'[')
-        .add(b'\\')
-        .add(b']')
-        .add(b'^')
-        .add(b'`')
-        .add(b'{')
-        .add(b'|')
-        .add(b'}');
+    // Wikipedia leaves the characters a path segment allows unescaped, as does our normalisation.
+    use percent_encoding::utf8_percent_encode;
     let underscored = title.trim().replace(' ', "_");
     format!(
         "https://en.wikipedia.org/wiki/{}",
-        utf8_percent_encode(&underscored, TITLE)
+        utf8_percent_encode(&underscored, crate::url_norm::PATH)
     )
 }
 
