@@ -97,10 +97,8 @@ pub fn build_index_with(
     let name = out
         .file_name()
         .map_or("index".into(), |n| n.to_string_lossy().into_owned());
+    remove_abandoned_builds(parent, &name);
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
-    }
     let result = build_into(&tmp, corpus, plans, options, embedder);
     let manifest = match result {
         Ok(m) => m,
@@ -120,6 +118,29 @@ pub fn build_index_with(
         "index published"
     );
     Ok(BuildReport { manifest, elapsed })
+}
+
+/// Removes temporary directories that earlier builds of the same output left when they were
+/// killed (`.NAME.tmp-PID` whose process is gone), so interrupted builds do not pile up.
+fn remove_abandoned_builds(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file_name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
+        if !alive {
+            info!(path = %entry.path().display(), "removing an abandoned build directory");
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 struct SourcePlan {
