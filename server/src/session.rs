@@ -99,10 +99,9 @@ impl SessionStore {
                 },
             );
         }
-        let tick = touch(&mut inner, session, now);
+        touch(&mut inner, session, now);
         let max_urls = self.limits.max_urls_per_session.max(1);
         if let Some(s) = inner.sessions.get_mut(session) {
-            s.tick = tick;
             for url in urls {
                 if s.seen.insert(url.clone()) {
                     s.order.push_back(url);
@@ -153,7 +152,7 @@ impl SessionStore {
 }
 
 /// Marks `session` as used at `now`, moving it to the young end of the LRU order.
-fn touch(inner: &mut Inner, session: &str, now: Instant) -> u64 {
+fn touch(inner: &mut Inner, session: &str, now: Instant) {
     inner.next_tick += 1;
     let tick = inner.next_tick;
     if let Some(s) = inner.sessions.get_mut(session) {
@@ -163,7 +162,6 @@ fn touch(inner: &mut Inner, session: &str, now: Instant) -> u64 {
         inner.lru.remove(&old);
         inner.lru.insert((tick, session.to_string()));
     }
-    tick
 }
 
 #[cfg(test)]
