@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 
-use stillweb_models::Embedder;
+use stillweb_models::{Embedder, Reranker};
 
 use crate::{IndexError, SearchIndex, SearchParams};
 
@@ -152,6 +152,7 @@ pub fn evaluate_beir(
     set: &BeirSet,
     params: &SearchParams,
     embedder: Option<&mut dyn Embedder>,
+    mut reranker: Option<&mut (dyn Reranker + '_)>,
 ) -> Result<BeirScores, IndexError> {
     let params = SearchParams {
         k: 100,
@@ -162,7 +163,12 @@ pub fn evaluate_beir(
     let vectors = embed_queries(embedder, &texts)?;
     for (i, (qid, text)) in set.queries.iter().enumerate() {
         let ranked: Vec<String> = index
-            .search(text, vectors.get(i).map(Vec::as_slice), &params)?
+            .search(
+                text,
+                vectors.get(i).map(Vec::as_slice),
+                &params,
+                reranker.as_deref_mut(),
+            )?
             .into_iter()
             .map(|h| h.doc_id)
             .collect();
@@ -230,6 +236,7 @@ pub fn evaluate_items(
     items: &[FabricatedItem],
     params: &SearchParams,
     embedder: Option<&mut dyn Embedder>,
+    mut reranker: Option<&mut (dyn Reranker + '_)>,
 ) -> Result<ItemScores, IndexError> {
     let params = SearchParams {
         k: 10,
@@ -241,7 +248,12 @@ pub fn evaluate_items(
     let vectors = embed_queries(embedder, &texts)?;
     for (i, item) in items.iter().enumerate() {
         let ranked: Vec<String> = index
-            .search(&item.question, vectors.get(i).map(Vec::as_slice), &params)?
+            .search(
+                &item.question,
+                vectors.get(i).map(Vec::as_slice),
+                &params,
+                reranker.as_deref_mut(),
+            )?
             .iter()
             .map(|h| key(&h.url))
             .collect();

@@ -6,7 +6,11 @@
 //! 2. **Chunks.** Every chunk of the candidates is scored by BM25 (title + chunk text) and by exact
 //!    cosine with the query vector. Each signal is min-max normalised over the pool and the chunk's
 //!    score is their weighted sum. A document takes its best chunk (MaxP), fused with its own BM25
-//!    score; the top `k` are returned with the best chunk as snippet.
+//!    score.
+//! 3. **Reranking** (optional): a cross-encoder scores the best chunks of the leading documents
+//!    (the pool); those documents are reordered by their best reranked chunk (MaxP again).
+//!
+//! The top `k` are returned with their best chunk as snippet.
 //!
 //! Ties are broken by document ordinal and chunk id, so the same index, query and parameters
 //! always give the same list.
@@ -20,7 +24,10 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, Ter
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDocument, Term};
 
+use stillweb_models::Reranker;
+
 use crate::fusion::{Fusion, Signal, fuse};
+use crate::reader::StoredDoc;
 use crate::{IndexError, SearchIndex};
 
 /// Weights of the ranking signals (each min-max normalised before weighting).
@@ -41,6 +48,8 @@ pub enum Mode {
     Bm25,
     Dense,
     Hybrid,
+    /// Hybrid retrieval, then the cross-encoder over the chunk pool.
+    Rerank,
 }
 
 impl Mode {
@@ -61,7 +70,7 @@ impl Mode {
             // At the chunk level the cosine counts 2.5 times the BM25 score; the document's own BM25
             // score then weighs as much as its best chunk, which keeps exact-match constraints (a
             // date, a name) decisive. Measured on SciFact and the fabricated items: BENCHMARKS.md.
-            Mode::Hybrid => Weights {
+            Mode::Hybrid | Mode::Rerank => Weights {
                 bm25_doc: 1.0,
                 bm25_chunk: 1.0,
                 dense_chunk: 2.5,
@@ -70,6 +79,18 @@ impl Mode {
     }
 }
 
+impl Mode {
+    /// Whether the mode needs query vectors.
+    pub fn uses_dense(self) -> bool {
+        self != Mode::Bm25
+    }
+}
+
+/// Chunks reranked per query unless configured otherwise: on two CPU cores a MiniLM-size
+/// cross-encoder scores ~25–50 pairs/s, so even 30 costs about a second (SPEC.md); on a GPU,
+/// Qwen3-Reranker-0.6B takes 100 comfortably.
+pub const DEFAULT_RERANK_POOL: usize = 30;
+
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -77,7 +98,10 @@ impl std::str::FromStr for Mode {
             "bm25" => Ok(Mode::Bm25),
             "dense" => Ok(Mode::Dense),
             "hybrid" => Ok(Mode::Hybrid),
-            other => Err(format!("unknown mode `{other}` (bm25, dense, hybrid)")),
+            "rerank" => Ok(Mode::Rerank),
+            other => Err(format!(
+                "unknown mode `{other}` (bm25, dense, hybrid, rerank)"
+            )),
         }
     }
 }
@@ -92,7 +116,16 @@ pub struct SearchParams {
     /// How a document's best-chunk score and its document score are combined.
     pub fusion: Fusion,
     pub weights: Weights,
+    /// Chunks the reranker scores (0: no reranking). They are the best chunks of the documents
+    /// in their fused order, at most [`CHUNKS_PER_DOCUMENT`] from each.
+    #[serde(default)]
+    pub rerank_pool: usize,
 }
+
+/// A rerank pool takes at most this many chunks from one document, so that it covers many
+/// documents: MaxP only needs each document's best chunk, and the hybrid order already says which
+/// chunks are likely to be it.
+pub const CHUNKS_PER_DOCUMENT: usize = 2;
 
 impl Default for SearchParams {
     fn default() -> Self {
@@ -101,6 +134,7 @@ impl Default for SearchParams {
             candidates: 100,
             fusion: Fusion::Weighted,
             weights: Mode::Bm25.weights(),
+            rerank_pool: 0,
         }
     }
 }
@@ -117,6 +151,14 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// A document in ranked order, with the chunk that represents it.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    doc: u64,
+    score: f32,
+    chunk: Option<u64>,
+}
+
 /// A chunk in the stage-2 pool.
 #[derive(Debug, Clone, Copy)]
 struct PoolChunk {
@@ -127,12 +169,14 @@ struct PoolChunk {
 }
 
 impl SearchIndex {
-    /// Runs both stages for `query`; `query_vector` (the embedded query) enables the dense signals.
+    /// Runs both stages for `query`; `query_vector` (the embedded query) enables the dense signals,
+    /// and `reranker` (with `params.rerank_pool > 0`) reorders the best chunks before MaxP.
     pub fn search(
         &self,
         query: &str,
         query_vector: Option<&[f32]>,
         params: &SearchParams,
+        reranker: Option<&mut (dyn Reranker + '_)>,
     ) -> Result<Vec<Hit>, IndexError> {
         let w = params.weights;
         let terms = self.analyze(query);
@@ -247,19 +291,20 @@ impl SearchIndex {
         }
         pool.retain(|_, c| c.doc != u64::MAX);
 
-        // Chunk scores: normalised signals, weighted; then the best chunk of each document.
+        // Chunk scores: normalised signals, weighted; each document's chunks best first.
         let bm25_range = min_max(pool.values().filter_map(|c| c.bm25));
         let dense_range = min_max(pool.values().filter_map(|c| c.dense));
-        let mut best: BTreeMap<u64, (f32, u64)> = BTreeMap::new();
+        let mut by_doc: BTreeMap<u64, Vec<(f32, u64)>> = BTreeMap::new();
         for (&chunk_id, c) in &pool {
             let score = w.bm25_chunk * normalized(c.bm25, bm25_range)
                 + w.dense_chunk * normalized(c.dense, dense_range);
-            let entry = best.entry(c.doc).or_insert((f32::NEG_INFINITY, chunk_id));
-            if score > entry.0 {
-                *entry = (score, chunk_id);
-            }
+            by_doc.entry(c.doc).or_default().push((score, chunk_id));
         }
-        let chunk_signal: Vec<(u64, f32)> = best.iter().map(|(&d, &(s, _))| (d, s)).collect();
+        for chunks in by_doc.values_mut() {
+            chunks.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
+        // MaxP, fused with the document's own BM25 score.
+        let chunk_signal: Vec<(u64, f32)> = by_doc.iter().map(|(&d, c)| (d, c[0].0)).collect();
         let doc_signal: Vec<(u64, f32)> = doc_bm25.iter().map(|(&d, &s)| (d, s)).collect();
         let fused = fuse(
             params.fusion,
@@ -274,52 +319,159 @@ impl SearchIndex {
                 },
             ],
         );
+        let mut ranked: Vec<Ranked> = fused
+            .into_iter()
+            .map(|(doc, score)| Ranked {
+                doc,
+                score,
+                chunk: by_doc.get(&doc).map(|c| c[0].1),
+            })
+            .collect();
 
-        let mut hits = Vec::with_capacity(params.k.min(fused.len()));
-        for (ord, score) in fused.into_iter().take(params.k) {
-            let address = match addresses.get(&ord) {
-                Some(a) => *a,
-                None => match self.address_by_u64(&doc_searcher, self.doc_fields.ord, ord)? {
-                    Some(a) => a,
-                    None => continue,
-                },
+        let context = Context {
+            doc_searcher: &doc_searcher,
+            chunk_searcher: &chunk_searcher,
+            addresses: &addresses,
+            pool: &pool,
+        };
+        if let Some(reranker) = reranker.filter(|_| params.rerank_pool > 0) {
+            ranked = self.rerank(
+                &context,
+                query,
+                ranked,
+                &by_doc,
+                params.rerank_pool,
+                reranker,
+            )?;
+        }
+
+        let mut hits = Vec::with_capacity(params.k.min(ranked.len()));
+        for r in ranked.into_iter().take(params.k) {
+            let Some(doc) = self.doc_at(&context, r.doc)? else {
+                continue;
             };
-            let doc = self.stored_doc(&doc_searcher, address)?;
-            let snippet = match best.get(&ord) {
-                Some(&(_, chunk_id)) => {
-                    let address = match pool.get(&chunk_id).and_then(|c| c.address) {
-                        Some(a) => Some(a),
-                        None => self.address_by_u64(
-                            &chunk_searcher,
-                            self.chunk_fields.chunk_id,
-                            chunk_id,
-                        )?,
-                    };
-                    match address {
-                        Some(a) => {
-                            let chunk: TantivyDocument = chunk_searcher.doc(a)?;
-                            chunk
-                                .get_first(self.chunk_fields.text)
-                                .and_then(|v| v.as_str())
-                                .unwrap_or_default()
-                                .to_string()
-                        }
-                        None => lead(&doc.text),
-                    }
-                }
-                None => lead(&doc.text),
+            let snippet = match r.chunk {
+                Some(chunk_id) => self.chunk_text(&context, chunk_id)?,
+                None => None,
             };
             hits.push(Hit {
-                ord,
+                ord: r.doc,
                 doc_id: doc.doc_id,
                 title: doc.title,
                 url: doc.url,
                 date: doc.date,
-                snippet,
-                score,
+                snippet: snippet.unwrap_or_else(|| lead(&doc.text)),
+                score: r.score,
             });
         }
         Ok(hits)
+    }
+
+    /// Scores the pool with the reranker: the first `pool_size` chunks taken, document by
+    /// document in `ranked` order, from each document's best [`CHUNKS_PER_DOCUMENT`]. Reranked
+    /// documents come first, by their best chunk's score (MaxP; ties keep the fused order), with
+    /// that chunk as snippet; the rest follow in fused order with score 0.
+    fn rerank(
+        &self,
+        context: &Context<'_>,
+        query: &str,
+        ranked: Vec<Ranked>,
+        by_doc: &BTreeMap<u64, Vec<(f32, u64)>>,
+        pool_size: usize,
+        reranker: &mut dyn Reranker,
+    ) -> Result<Vec<Ranked>, IndexError> {
+        let mut picked: Vec<(usize, u64)> = Vec::new();
+        let mut passages: Vec<String> = Vec::new();
+        for (rank, r) in ranked.iter().enumerate() {
+            if picked.len() >= pool_size {
+                break;
+            }
+            let Some(chunks) = by_doc.get(&r.doc) else {
+                continue;
+            };
+            let Some(doc) = self.doc_at(context, r.doc)? else {
+                continue;
+            };
+            for &(_, chunk_id) in chunks.iter().take(CHUNKS_PER_DOCUMENT) {
+                if picked.len() >= pool_size {
+                    break;
+                }
+                if let Some(text) = self.chunk_text(context, chunk_id)? {
+                    passages.push(format!("{}\n{text}", doc.title));
+                    picked.push((rank, chunk_id));
+                }
+            }
+        }
+        if picked.is_empty() {
+            return Ok(ranked);
+        }
+        let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
+        let scores = reranker
+            .score(query, &refs)
+            .map_err(|e| IndexError::Model(e.to_string()))?;
+        let mut best: BTreeMap<usize, (f32, u64)> = BTreeMap::new();
+        for (&(rank, chunk_id), &score) in picked.iter().zip(&scores) {
+            let entry = best.entry(rank).or_insert((f32::NEG_INFINITY, chunk_id));
+            if score > entry.0 {
+                *entry = (score, chunk_id);
+            }
+        }
+        let mut reranked: Vec<(usize, Ranked)> = best
+            .iter()
+            .map(|(&rank, &(score, chunk_id))| {
+                (
+                    rank,
+                    Ranked {
+                        doc: ranked[rank].doc,
+                        score,
+                        chunk: Some(chunk_id),
+                    },
+                )
+            })
+            .collect();
+        reranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        let rest = ranked
+            .iter()
+            .enumerate()
+            .filter(|(rank, _)| !best.contains_key(rank))
+            .map(|(_, r)| Ranked { score: 0.0, ..*r });
+        Ok(reranked.into_iter().map(|(_, r)| r).chain(rest).collect())
+    }
+
+    /// A document's stored fields by ordinal.
+    fn doc_at(&self, context: &Context<'_>, ord: u64) -> Result<Option<StoredDoc>, IndexError> {
+        let address = match context.addresses.get(&ord) {
+            Some(a) => *a,
+            None => match self.address_by_u64(context.doc_searcher, self.doc_fields.ord, ord)? {
+                Some(a) => a,
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(self.stored_doc(context.doc_searcher, address)?))
+    }
+
+    /// A chunk's stored text by id.
+    fn chunk_text(
+        &self,
+        context: &Context<'_>,
+        chunk_id: u64,
+    ) -> Result<Option<String>, IndexError> {
+        let address = match context.pool.get(&chunk_id).and_then(|c| c.address) {
+            Some(a) => a,
+            None => match self.address_by_u64(
+                context.chunk_searcher,
+                self.chunk_fields.chunk_id,
+                chunk_id,
+            )? {
+                Some(a) => a,
+                None => return Ok(None),
+            },
+        };
+        let chunk: TantivyDocument = context.chunk_searcher.doc(address)?;
+        Ok(chunk
+            .get_first(self.chunk_fields.text)
+            .and_then(|v| v.as_str())
+            .map(str::to_string))
     }
 
     /// The tantivy address of the document whose u64 `field` equals `value`.
@@ -335,6 +487,14 @@ impl SearchIndex {
             .first()
             .map(|(_, a)| *a))
     }
+}
+
+/// What the later steps of one search read: the searchers and the addresses stage 1 and 2 found.
+struct Context<'a> {
+    doc_searcher: &'a tantivy::Searcher,
+    chunk_searcher: &'a tantivy::Searcher,
+    addresses: &'a HashMap<u64, DocAddress>,
+    pool: &'a BTreeMap<u64, PoolChunk>,
 }
 
 fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {

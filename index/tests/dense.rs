@@ -110,7 +110,9 @@ fn dense_manifest_and_modes() {
             weights: mode.weights(),
             ..SearchParams::default()
         };
-        let hits = index.search(query, Some(&vector), &params).expect("search");
+        let hits = index
+            .search(query, Some(&vector), &params, None)
+            .expect("search");
         assert_eq!(hits.len(), 10, "{mode:?}");
         assert!(
             hits.windows(2).all(|w| w[0].score >= w[1].score),
@@ -123,7 +125,9 @@ fn dense_manifest_and_modes() {
         // Deterministic.
         assert_eq!(
             hits,
-            index.search(query, Some(&vector), &params).expect("again")
+            index
+                .search(query, Some(&vector), &params, None)
+                .expect("again")
         );
     }
     // Dense mode without a query vector has nothing to go on.
@@ -133,7 +137,7 @@ fn dense_manifest_and_modes() {
     };
     assert!(
         index
-            .search(query, None, &dense_only)
+            .search(query, None, &dense_only, None)
             .expect("search")
             .is_empty()
     );

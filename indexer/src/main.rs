@@ -8,9 +8,9 @@ use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items};
 use stillweb_index::fusion::Fusion;
-use stillweb_index::search::{Mode, Weights};
+use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
 use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
-use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder};
+use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder, Reranker, load_reranker};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -66,6 +66,13 @@ enum Command {
         ranking: RankingArgs,
         #[command(flatten)]
         model: ModelArgs,
+        /// Reranker directory (model.toml of kind cross-encoder or qwen3-reranker), for
+        /// --mode rerank.
+        #[arg(long, env = "STILLWEB_RERANKER")]
+        reranker: Option<PathBuf>,
+        /// Chunks the reranker scores per query.
+        #[arg(long, default_value_t = DEFAULT_RERANK_POOL)]
+        rerank_pool: usize,
     },
 }
 
@@ -75,23 +82,34 @@ struct ModelArgs {
     /// Embedder directory (with model.toml); default: the one `models/fetch` installs.
     #[arg(long, env = "STILLWEB_EMBEDDER")]
     embedder: Option<PathBuf>,
-    /// Intra-op threads for the embedder; 0 = one per core.
+    /// Intra-op threads per model; 0 = one per core.
     #[arg(long, default_value_t = 0)]
     model_threads: usize,
+    /// Where models run: cpu, cuda or cuda:N (needs the onnxruntime-gpu library).
+    #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
+    provider: ExecutionProvider,
 }
 
 impl ModelArgs {
+    fn threads(&self) -> usize {
+        if self.model_threads == 0 {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        } else {
+            self.model_threads
+        }
+    }
+
+    fn load_reranker(&self, dir: &std::path::Path) -> anyhow::Result<Box<dyn Reranker>> {
+        load_reranker(dir, self.provider, self.threads())
+            .with_context(|| format!("loading the reranker from {}", dir.display()))
+    }
+
     fn load(&self) -> anyhow::Result<OnnxEmbedder> {
         let dir = self
             .embedder
             .clone()
             .unwrap_or_else(stillweb_models::config::default_embedder_dir);
-        let threads = if self.model_threads == 0 {
-            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
-        } else {
-            self.model_threads
-        };
-        OnnxEmbedder::load(&dir, ExecutionProvider::Cpu, threads).with_context(|| {
+        OnnxEmbedder::load(&dir, self.provider, self.threads()).with_context(|| {
             format!(
                 "loading the embedder from {} (or pass --no-dense for a BM25-only index)",
                 dir.display()
@@ -109,7 +127,8 @@ struct RankingArgs {
     /// Use reciprocal-rank fusion with this k instead of normalised weighted fusion.
     #[arg(long)]
     rrf_k: Option<f32>,
-    /// Retrievers: bm25, dense or hybrid (default: hybrid when the index has vectors, else bm25).
+    /// Retrievers: bm25, dense, hybrid, or rerank (hybrid, then --reranker over the chunk pool).
+    /// Default: hybrid when the index has vectors, else bm25.
     #[arg(long)]
     mode: Option<Mode>,
     /// Override the mode's weight of the document BM25 score.
@@ -203,6 +222,8 @@ fn main() -> anyhow::Result<()> {
             items,
             ranking,
             model,
+            reranker,
+            rerank_pool,
         } => {
             let index = SearchIndex::open(&index)?;
             let has_dense = index.manifest().dense.is_some();
@@ -210,29 +231,44 @@ fn main() -> anyhow::Result<()> {
                 .mode
                 .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
             anyhow::ensure!(
-                mode == Mode::Bm25 || has_dense,
+                !mode.uses_dense() || has_dense,
                 "--mode {mode:?} needs an index built with vectors (this one was built with --no-dense)"
             );
-            let params = ranking.params(mode);
-            let mut embedder = if mode == Mode::Bm25 {
-                None
-            } else {
+            let mut reranker = match (mode, &reranker) {
+                (Mode::Rerank, Some(dir)) => Some(model.load_reranker(dir)?),
+                (Mode::Rerank, None) => anyhow::bail!(
+                    "--mode rerank needs --reranker DIR (a model.toml of kind cross-encoder or \
+                     qwen3-reranker; `models/make-fixtures` builds random-weight test ones)"
+                ),
+                _ => None,
+            };
+            let params = SearchParams {
+                rerank_pool: if reranker.is_some() { rerank_pool } else { 0 },
+                ..ranking.params(mode)
+            };
+            let mut embedder = if mode.uses_dense() {
                 Some(model.load()?)
+            } else {
+                None
             };
             if let Some(e) = &embedder {
                 index.check_embedder(e.model_id(), e.dimension())?;
             }
             let embedder = embedder.as_mut().map(|e| e as &mut dyn Embedder);
-            let output = if let Some(dir) = beir {
+            let reranker_id = reranker.as_ref().map(|r| r.model_id().to_string());
+            let reranker = reranker.as_deref_mut();
+            let started = std::time::Instant::now();
+            let mut output = if let Some(dir) = beir {
                 let set = load_beir(&dir)?;
-                serde_json::to_value(evaluate_beir(&index, &set, &params, embedder)?)?
+                serde_json::to_value(evaluate_beir(&index, &set, &params, embedder, reranker)?)?
             } else if let Some(path) = items {
                 let items = load_items(&path)?;
-                serde_json::to_value(evaluate_items(&index, &items, &params, embedder)?)?
+                serde_json::to_value(evaluate_items(&index, &items, &params, embedder, reranker)?)?
             } else {
                 anyhow::bail!("pass --beir DIR or --items FILE");
             };
-            let mut output = output;
+            output["seconds"] = started.elapsed().as_secs_f64().into();
+            output["reranker"] = reranker_id.into();
             output["index"] = index.manifest().build_id.clone().into();
             output["params"] = serde_json::to_value(&params)?;
             output["mode"] = serde_json::to_value(mode)?;

@@ -21,31 +21,84 @@ pub enum Pooling {
     Cls,
 }
 
+/// What a model directory holds; decides which fields of [`ModelConfig`] apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Text → vector (`pooling`, `dimension`, prefixes).
+    Embedder,
+    /// BERT-style (query, passage) pair → one relevance logit.
+    CrossEncoder,
+    /// Qwen3-Reranker: a causal LM judging yes/no under its prompt template (`no_token_id`,
+    /// `yes_token_id`, `instruction`).
+    Qwen3Reranker,
+}
+
+impl ModelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Embedder => "embedder",
+            ModelKind::CrossEncoder => "cross-encoder",
+            ModelKind::Qwen3Reranker => "qwen3-reranker",
+        }
+    }
+}
+
+/// Which end of a batch row the padding goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaddingSide {
+    Left,
+    Right,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
-    /// Model identifier recorded in index manifests.
+    /// Model identifier recorded in index manifests and `/info`.
     pub id: String,
-    /// `embedder` (rerankers come with their own kinds).
-    pub kind: String,
+    pub kind: ModelKind,
     /// ONNX file, relative to the config's directory.
     pub onnx: String,
     /// `tokenizer.json`, relative to the config's directory.
     pub tokenizer: String,
-    pub pooling: Pooling,
-    #[serde(default = "yes")]
-    pub normalize: bool,
-    pub dimension: usize,
     /// Inputs are truncated to this many tokens.
     pub max_tokens: usize,
+    /// Weight format, for the index manifest (`fp32`, `int8-dynamic`, ...).
+    #[serde(default)]
+    pub quantization: String,
+    /// Where padding goes in a batch. Scores must not depend on it (tested); left padding keeps
+    /// the last real token of every row in the last column, as decoder models are usually run.
+    #[serde(default)]
+    pub padding_side: Option<PaddingSide>,
+    /// Texts or pairs per model call (default: 32 for embedders, 16 for rerankers).
+    #[serde(default)]
+    pub batch_size: Option<usize>,
+
+    // Embedders.
+    #[serde(default)]
+    pub pooling: Option<Pooling>,
+    #[serde(default = "yes")]
+    pub normalize: bool,
+    #[serde(default)]
+    pub dimension: usize,
     /// Prepended to queries (Qwen3-Embedding: `Instruct: ...\nQuery:`).
     #[serde(default)]
     pub query_prefix: String,
     #[serde(default)]
     pub document_prefix: String,
-    /// Weight format, for the index manifest (`fp32`, `int8-dynamic`, ...).
+
+    // Qwen3-Reranker.
+    /// Token ids whose logits at the last position are the model's "no" and "yes"; checked
+    /// against the tokenizer at load.
     #[serde(default)]
-    pub quantization: String,
+    pub no_token_id: Option<u32>,
+    #[serde(default)]
+    pub yes_token_id: Option<u32>,
+    /// The task instruction of the prompt template (default: the model card's web-search one).
+    #[serde(default)]
+    pub instruction: Option<String>,
+
     #[serde(skip)]
     pub dir: PathBuf,
 }
@@ -55,7 +108,7 @@ fn yes() -> bool {
 }
 
 impl ModelConfig {
-    /// Reads `DIR/model.toml`.
+    /// Reads `DIR/model.toml` and checks that the fields its kind needs are there.
     pub fn load(dir: &Path) -> Result<ModelConfig, ModelError> {
         let path = dir.join("model.toml");
         let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Missing {
@@ -66,14 +119,46 @@ impl ModelConfig {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        if config.dimension == 0 || config.max_tokens == 0 {
-            return Err(ModelError::Config {
-                path,
-                message: "`dimension` and `max_tokens` must be positive".into(),
-            });
+        let invalid = |message: &str| ModelError::Config {
+            path: path.clone(),
+            message: message.to_string(),
+        };
+        if config.max_tokens == 0 || config.batch_size == Some(0) {
+            return Err(invalid("`max_tokens` and `batch_size` must be positive"));
+        }
+        match config.kind {
+            ModelKind::Embedder if config.dimension == 0 || config.pooling.is_none() => {
+                return Err(invalid(
+                    "an embedder needs `pooling` (mean, last_token, cls) and a positive `dimension`",
+                ));
+            }
+            ModelKind::Qwen3Reranker
+                if config.no_token_id.is_none() || config.yes_token_id.is_none() =>
+            {
+                return Err(invalid(
+                    "a qwen3-reranker needs `no_token_id` and `yes_token_id`",
+                ));
+            }
+            _ => {}
         }
         config.dir = dir.to_path_buf();
         Ok(config)
+    }
+
+    /// Fails unless this is a `kind` model.
+    pub fn expect_kind(&self, kinds: &[ModelKind]) -> Result<(), ModelError> {
+        if kinds.contains(&self.kind) {
+            return Ok(());
+        }
+        let expected: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        Err(ModelError::Config {
+            path: self.dir.join("model.toml"),
+            message: format!(
+                "kind is `{}`, expected {}",
+                self.kind.name(),
+                expected.join(" or ")
+            ),
+        })
     }
 
     pub fn onnx_path(&self) -> PathBuf {
@@ -101,4 +186,9 @@ pub fn models_dir() -> PathBuf {
 /// The default embedder's directory in the model cache.
 pub fn default_embedder_dir() -> PathBuf {
     models_dir().join("all-minilm-l6-v2")
+}
+
+/// Where `models/make-fixtures` puts the random-weight test rerankers.
+pub fn fixtures_dir() -> PathBuf {
+    models_dir().join("fixtures")
 }

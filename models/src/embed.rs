@@ -1,28 +1,30 @@
-//! The ONNX Runtime embedder: tokenize (explicit truncation and longest-in-batch padding, whatever
-//! the tokenizer.json says), run the model, pool (mean or last token), normalise.
+//! The ONNX Runtime embedder: tokenize (explicit truncation; longest-in-batch padding on the
+//! configured side), run the model, pool (mean, last real token or first real token), normalise.
 //!
 //! Texts are embedded in length-sorted batches, so that padding is small, and returned in the
 //! caller's order.
 
-use std::borrow::Cow;
 use std::path::Path;
 
-use ndarray::{Array2, ArrayViewD, Axis, Ix2, Ix3};
-use ort::session::{Session, SessionInputValue};
-use ort::value::Tensor;
-use tokenizers::{PaddingDirection, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use ndarray::{ArrayViewD, Axis, Ix2, Ix3};
+use ort::session::Session;
+use tokenizers::{Tokenizer, TruncationParams};
 
+use crate::batch::{TokenBatch, TokenRow, input_names};
 use crate::runtime::{ExecutionProvider, open_session};
-use crate::{Embedder, ModelConfig, ModelError, Pooling, normalize};
+use crate::{Embedder, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, normalize};
 
-/// Texts per model call.
+/// Texts per model call unless the config says otherwise.
 const BATCH: usize = 32;
 
 /// An embedder backed by an ONNX model and a Hugging Face tokenizer.
 pub struct OnnxEmbedder {
     config: ModelConfig,
+    pooling: Pooling,
+    side: PaddingSide,
     session: Session,
     tokenizer: Tokenizer,
+    pad_id: u32,
     input_names: Vec<String>,
 }
 
@@ -34,12 +36,9 @@ impl std::fmt::Debug for OnnxEmbedder {
     }
 }
 
-/// Loads a tokenizer with explicit truncation to `max_tokens` and longest-in-batch padding.
-pub fn load_tokenizer(
-    path: &Path,
-    max_tokens: usize,
-    direction: PaddingDirection,
-) -> Result<Tokenizer, ModelError> {
+/// A tokenizer with explicit truncation to `max_tokens` and no padding of its own (whatever its
+/// tokenizer.json says: MiniLM's forces 128), plus the id it pads with.
+pub fn load_tokenizer(path: &Path, max_tokens: usize) -> Result<(Tokenizer, u32), ModelError> {
     if !path.is_file() {
         return Err(ModelError::Missing {
             path: path.to_path_buf(),
@@ -48,24 +47,15 @@ pub fn load_tokenizer(
     }
     let mut tokenizer = Tokenizer::from_file(path)
         .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
-    let (pad_id, pad_token) = tokenizer
-        .get_padding()
-        .map(|p| (p.pad_id, p.pad_token.clone()))
-        .unwrap_or((0, "[PAD]".to_string()));
-    tokenizer.with_padding(Some(PaddingParams {
-        strategy: PaddingStrategy::BatchLongest,
-        direction,
-        pad_id,
-        pad_token,
-        ..PaddingParams::default()
-    }));
+    let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
+    tokenizer.with_padding(None);
     tokenizer
         .with_truncation(Some(TruncationParams {
             max_length: max_tokens,
             ..TruncationParams::default()
         }))
         .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-    Ok(tokenizer)
+    Ok((tokenizer, pad_id))
 }
 
 impl OnnxEmbedder {
@@ -76,38 +66,17 @@ impl OnnxEmbedder {
         threads: usize,
     ) -> Result<OnnxEmbedder, ModelError> {
         let config = ModelConfig::load(dir)?;
-        if config.kind != "embedder" {
-            return Err(ModelError::Config {
-                path: dir.join("model.toml"),
-                message: format!("kind is `{}`, expected `embedder`", config.kind),
-            });
-        }
-        let tokenizer = load_tokenizer(
-            &config.tokenizer_path(),
-            config.max_tokens,
-            PaddingDirection::Right,
-        )?;
+        config.expect_kind(&[ModelKind::Embedder])?;
+        let (tokenizer, pad_id) = load_tokenizer(&config.tokenizer_path(), config.max_tokens)?;
         let session = open_session(&config.onnx_path(), provider, threads)?;
-        let input_names: Vec<String> = session
-            .inputs()
-            .iter()
-            .map(|i| i.name().to_string())
-            .collect();
-        for name in &input_names {
-            if !matches!(
-                name.as_str(),
-                "input_ids" | "attention_mask" | "token_type_ids" | "position_ids"
-            ) {
-                return Err(ModelError::Config {
-                    path: config.onnx_path(),
-                    message: format!("unsupported model input `{name}`"),
-                });
-            }
-        }
+        let input_names = input_names(&session, &config.onnx_path())?;
         Ok(OnnxEmbedder {
+            pooling: config.pooling.unwrap_or(Pooling::Mean),
+            side: config.padding_side.unwrap_or(PaddingSide::Right),
             config,
             session,
             tokenizer,
+            pad_id,
             input_names,
         })
     }
@@ -120,7 +89,7 @@ impl OnnxEmbedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
         let mut out = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH) {
+        for batch in order.chunks(self.config.batch_size.unwrap_or(BATCH)) {
             let inputs: Vec<String> = batch
                 .iter()
                 .map(|&i| format!("{prefix}{}", texts[i]))
@@ -138,33 +107,17 @@ impl OnnxEmbedder {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        let rows = encodings.len();
-        let cols = encodings.first().map_or(0, |e| e.len());
-        let mut ids = Array2::<i64>::zeros((rows, cols));
-        let mut mask = Array2::<i64>::zeros((rows, cols));
-        let mut types = Array2::<i64>::zeros((rows, cols));
-        let mut positions = Array2::<i64>::zeros((rows, cols));
-        for (r, e) in encodings.iter().enumerate() {
-            let mut position = 0i64;
-            for c in 0..cols {
-                ids[[r, c]] = i64::from(e.get_ids()[c]);
-                mask[[r, c]] = i64::from(e.get_attention_mask()[c]);
-                types[[r, c]] = i64::from(e.get_type_ids()[c]);
-                positions[[r, c]] = position;
-                position += mask[[r, c]];
-            }
-        }
-        let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = Vec::new();
-        for name in &self.input_names {
-            let array = match name.as_str() {
-                "input_ids" => ids.clone(),
-                "attention_mask" => mask.clone(),
-                "token_type_ids" => types.clone(),
-                _ => positions.clone(),
-            };
-            inputs.push((Cow::Owned(name.clone()), Tensor::from_array(array)?.into()));
-        }
-        let outputs = self.session.run(inputs)?;
+        let rows: Vec<TokenRow> = encodings
+            .iter()
+            .map(|e| TokenRow {
+                ids: e.get_ids().to_vec(),
+                type_ids: e.get_type_ids().to_vec(),
+            })
+            .collect();
+        let batch = TokenBatch::new(&rows, self.pad_id, self.side);
+        let (rows, cols) = (batch.rows(), batch.cols());
+        let mask = &batch.mask;
+        let outputs = batch.run(&mut self.session, &self.input_names)?;
         let hidden: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>()?;
         let dim = self.config.dimension;
         let mut vectors = Vec::with_capacity(rows);
@@ -183,7 +136,7 @@ impl OnnxEmbedder {
                     .map_err(|e| ModelError::Onnx(e.to_string()))?;
                 for (r, tokens) in states.axis_iter(Axis(0)).enumerate() {
                     let real: Vec<usize> = (0..cols).filter(|&c| mask[[r, c]] != 0).collect();
-                    let v = match self.config.pooling {
+                    let v = match self.pooling {
                         Pooling::Mean => {
                             let mut sum = vec![0f32; tokens.shape()[1]];
                             for &c in &real {
@@ -199,7 +152,10 @@ impl OnnxEmbedder {
                             || vec![0.0; tokens.shape()[1]],
                             |&c| tokens.row(c).to_vec(),
                         ),
-                        Pooling::Cls => tokens.row(0).to_vec(),
+                        Pooling::Cls => real.first().map_or_else(
+                            || vec![0.0; tokens.shape()[1]],
+                            |&c| tokens.row(c).to_vec(),
+                        ),
                     };
                     vectors.push(v);
                 }

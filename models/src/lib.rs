@@ -1,21 +1,25 @@
-//! The model boundary. Everything that runs a neural model sits behind the small synchronous
-//! [`Embedder`] trait (and, later, a reranker trait); a [`worker::EmbedWorker`] owns one
-//! implementation on its own thread behind a bounded channel, so callers never share an ONNX
-//! session.
+//! The model boundary. Everything that runs a neural model sits behind two small synchronous
+//! traits, [`Embedder`] and [`Reranker`]; a [`worker::ModelWorker`] owns one implementation on its
+//! own thread behind a bounded channel, so callers never share an ONNX session.
 //!
 //! - [`config`]: model config files (`model.toml`) and where fetched models live;
 //! - [`runtime`]: loading ONNX Runtime and choosing the execution provider, in one place;
+//! - [`batch`]: padding token rows into model inputs (either side, positions from the mask);
 //! - [`embed`]: the ONNX Runtime embedder (BERT-style mean pooling, Qwen3-style last-token pooling);
+//! - [`rerank`]: the BERT cross-encoder and Qwen3-Reranker;
 //! - [`fake`]: a hashing embedder for fast unit tests.
 
+pub mod batch;
 pub mod config;
 pub mod embed;
 pub mod fake;
+pub mod rerank;
 pub mod runtime;
 pub mod worker;
 
-pub use config::{ModelConfig, Pooling, models_dir};
+pub use config::{ModelConfig, ModelKind, PaddingSide, Pooling, models_dir};
 pub use embed::OnnxEmbedder;
+pub use rerank::{Reranker, load_reranker};
 pub use runtime::ExecutionProvider;
 
 /// Errors from loading or running a model.

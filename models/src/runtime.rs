@@ -9,17 +9,50 @@ use ort::session::builder::GraphOptimizationLevel;
 
 use crate::{ModelError, models_dir};
 
-/// Where a model runs.
+/// Where a model runs. CUDA needs the ONNX Runtime library of the `onnxruntime-gpu` wheel
+/// (`ORT_DYLIB_PATH`) and the CUDA/cuDNN libraries it links against; asking for it on a runtime
+/// without it is an error at load, never a silent fall-back to the CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExecutionProvider {
     #[default]
     Cpu,
+    Cuda {
+        device: i32,
+    },
 }
 
 impl ExecutionProvider {
     pub fn name(self) -> &'static str {
         match self {
             ExecutionProvider::Cpu => "cpu",
+            ExecutionProvider::Cuda { .. } => "cuda",
+        }
+    }
+}
+
+impl std::fmt::Display for ExecutionProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecutionProvider::Cpu => f.write_str("cpu"),
+            ExecutionProvider::Cuda { device } => write!(f, "cuda:{device}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ExecutionProvider {
+    type Err = String;
+
+    /// `cpu`, `cuda` (device 0) or `cuda:N`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cpu" => Ok(ExecutionProvider::Cpu),
+            "cuda" => Ok(ExecutionProvider::Cuda { device: 0 }),
+            other => other
+                .strip_prefix("cuda:")
+                .and_then(|d| d.parse::<i32>().ok())
+                .filter(|d| *d >= 0)
+                .map(|device| ExecutionProvider::Cuda { device })
+                .ok_or_else(|| format!("unknown execution provider `{other}` (cpu, cuda, cuda:N)")),
         }
     }
 }
@@ -70,8 +103,43 @@ pub fn open_session(
         .with_intra_threads(threads.max(1))?;
     let mut builder = match provider {
         ExecutionProvider::Cpu => builder,
+        ExecutionProvider::Cuda { device } => builder
+            .with_execution_providers([ort::ep::CUDA::default()
+                .with_device_id(device)
+                .build()
+                .error_on_failure()])
+            .map_err(|e| {
+                ModelError::Onnx(format!(
+                    "cannot use CUDA device {device} ({e}); it needs the onnxruntime-gpu library \
+                     (ORT_DYLIB_PATH) and CUDA/cuDNN on the library path"
+                ))
+            })?,
     };
     let session = builder.commit_from_file(path)?;
-    tracing::info!(model = %path.display(), provider = provider.name(), threads, "model loaded");
+    tracing::info!(model = %path.display(), %provider, threads, "model loaded");
     Ok(session)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_parse_and_print() {
+        for (text, provider) in [
+            ("cpu", ExecutionProvider::Cpu),
+            ("cuda:0", ExecutionProvider::Cuda { device: 0 }),
+            ("cuda:3", ExecutionProvider::Cuda { device: 3 }),
+        ] {
+            assert_eq!(text.parse::<ExecutionProvider>(), Ok(provider));
+            assert_eq!(provider.to_string(), text);
+        }
+        assert_eq!(
+            "cuda".parse::<ExecutionProvider>(),
+            Ok(ExecutionProvider::Cuda { device: 0 })
+        );
+        for bad in ["gpu", "cuda:", "cuda:-1", "cuda:x"] {
+            assert!(bad.parse::<ExecutionProvider>().is_err(), "{bad}");
+        }
+    }
 }

@@ -1,58 +1,76 @@
-//! A thread that owns an embedder. Callers send work over a bounded channel and wait for the
-//! reply, so an ONNX session is only ever driven by its own thread and a flood of requests waits
-//! at the channel instead of piling up without bound.
+//! Threads that own models. Callers send work over a bounded channel and wait for the reply, so
+//! an ONNX session is only ever driven by its own thread, and a flood of requests waits at the
+//! channel instead of piling up without bound.
 
 use std::sync::mpsc;
 
+use crate::rerank::Reranker;
 use crate::{Embedder, ModelError};
 
-enum Job {
-    Queries(
-        Vec<String>,
-        mpsc::SyncSender<Result<Vec<Vec<f32>>, ModelError>>,
-    ),
-    Documents(
-        Vec<String>,
-        mpsc::SyncSender<Result<Vec<Vec<f32>>, ModelError>>,
-    ),
+type Job<M> = Box<dyn FnOnce(&mut M) + Send>;
+
+/// A cloneable handle to a model `M` running on its own thread.
+pub struct ModelWorker<M: ?Sized + Send + 'static> {
+    sender: mpsc::SyncSender<Job<M>>,
 }
 
-/// A cloneable handle to an embedder running on its own thread.
+impl<M: ?Sized + Send + 'static> Clone for ModelWorker<M> {
+    fn clone(&self) -> Self {
+        ModelWorker {
+            sender: self.sender.clone(),
+        }
+    }
+}
+
+impl<M: ?Sized + Send + 'static> std::fmt::Debug for ModelWorker<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelWorker").finish_non_exhaustive()
+    }
+}
+
+impl<M: ?Sized + Send + 'static> ModelWorker<M> {
+    /// Moves `model` onto a new thread named `name`; at most `queue` jobs wait for it.
+    pub fn spawn(mut model: Box<M>, name: &str, queue: usize) -> std::io::Result<Self> {
+        let (sender, receiver) = mpsc::sync_channel::<Job<M>>(queue.max(1));
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                for job in receiver {
+                    job(&mut model);
+                }
+            })?;
+        Ok(ModelWorker { sender })
+    }
+
+    /// Runs `work` on the model's thread and waits for its result.
+    pub fn call<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut M) -> Result<R, ModelError> + Send + 'static,
+    ) -> Result<R, ModelError> {
+        let (reply, result) = mpsc::sync_channel(1);
+        self.sender
+            .send(Box::new(move |model: &mut M| {
+                let _ = reply.send(work(model));
+            }))
+            .map_err(|_| ModelError::WorkerGone)?;
+        result.recv().map_err(|_| ModelError::WorkerGone)?
+    }
+}
+
+/// An embedder on its own thread.
 #[derive(Debug, Clone)]
 pub struct EmbedWorker {
-    sender: mpsc::SyncSender<Job>,
+    worker: ModelWorker<dyn Embedder>,
     model_id: String,
     dimension: usize,
 }
 
 impl EmbedWorker {
-    /// Moves `embedder` onto a new thread named `name`; at most `queue` jobs wait for it.
-    pub fn spawn(
-        mut embedder: Box<dyn Embedder>,
-        name: &str,
-        queue: usize,
-    ) -> std::io::Result<EmbedWorker> {
-        let (sender, receiver) = mpsc::sync_channel::<Job>(queue.max(1));
+    pub fn spawn(embedder: Box<dyn Embedder>, name: &str, queue: usize) -> std::io::Result<Self> {
         let model_id = embedder.model_id().to_string();
         let dimension = embedder.dimension();
-        std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || {
-                for job in receiver {
-                    match job {
-                        Job::Queries(texts, reply) => {
-                            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                            let _ = reply.send(embedder.embed_queries(&refs));
-                        }
-                        Job::Documents(texts, reply) => {
-                            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                            let _ = reply.send(embedder.embed_documents(&refs));
-                        }
-                    }
-                }
-            })?;
         Ok(EmbedWorker {
-            sender,
+            worker: ModelWorker::spawn(embedder, name, queue)?,
             model_id,
             dimension,
         })
@@ -67,19 +85,49 @@ impl EmbedWorker {
     }
 
     pub fn embed_queries(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ModelError> {
-        let (reply, result) = mpsc::sync_channel(1);
-        self.sender
-            .send(Job::Queries(texts, reply))
-            .map_err(|_| ModelError::WorkerGone)?;
-        result.recv().map_err(|_| ModelError::WorkerGone)?
+        self.worker.call(move |e| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            e.embed_queries(&refs)
+        })
     }
 
     pub fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ModelError> {
-        let (reply, result) = mpsc::sync_channel(1);
-        self.sender
-            .send(Job::Documents(texts, reply))
-            .map_err(|_| ModelError::WorkerGone)?;
-        result.recv().map_err(|_| ModelError::WorkerGone)?
+        self.worker.call(move |e| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            e.embed_documents(&refs)
+        })
+    }
+}
+
+/// A reranker on its own thread. It is itself a [`Reranker`], so search code takes either.
+#[derive(Debug, Clone)]
+pub struct RerankWorker {
+    worker: ModelWorker<dyn Reranker>,
+    model_id: String,
+}
+
+impl RerankWorker {
+    pub fn spawn(reranker: Box<dyn Reranker>, name: &str, queue: usize) -> std::io::Result<Self> {
+        let model_id = reranker.model_id().to_string();
+        Ok(RerankWorker {
+            worker: ModelWorker::spawn(reranker, name, queue)?,
+            model_id,
+        })
+    }
+}
+
+impl Reranker for RerankWorker {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError> {
+        let query = query.to_string();
+        let passages: Vec<String> = passages.iter().map(|p| p.to_string()).collect();
+        self.worker.call(move |r| {
+            let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
+            r.score(&query, &refs)
+        })
     }
 }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use stillweb_index::SearchParams;
-use stillweb_index::search::Mode;
+use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode};
+use stillweb_models::ExecutionProvider;
 
 use crate::session::SessionLimits;
 
@@ -49,14 +50,29 @@ pub struct Args {
     /// Candidate documents that each stage-1 retriever hands to stage 2.
     #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
     pub candidates: usize,
-    /// Retrievers: bm25, dense or hybrid; default hybrid when the index has vectors, else bm25.
+    /// Retrievers: bm25, dense or hybrid (rerank = hybrid and requires --reranker); default
+    /// hybrid when the index has vectors, else bm25.
     #[arg(long, env = "STILLWEB_MODE")]
     pub mode: Option<Mode>,
+    /// Reranker directory (model.toml of kind cross-encoder or qwen3-reranker). With one, searches
+    /// rerank their chunk pool unless a request says `"rerank": false`.
+    #[arg(long, env = "STILLWEB_RERANKER")]
+    pub reranker: Option<PathBuf>,
+    /// Chunks reranked per search by default (a request may ask for 1..=--max-rerank-pool).
+    #[arg(long, env = "STILLWEB_RERANK_POOL", default_value_t = DEFAULT_RERANK_POOL)]
+    pub rerank_pool: usize,
+    /// Largest rerank pool a request may ask for.
+    #[arg(long, env = "STILLWEB_MAX_RERANK_POOL", default_value_t = 100)]
+    pub max_rerank_pool: usize,
+    /// Where the models run: cpu, cuda or cuda:N (CUDA needs the onnxruntime-gpu library in
+    /// ORT_DYLIB_PATH).
+    #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
+    pub provider: ExecutionProvider,
     /// Embedder directory (with model.toml); default: the one `models/fetch` installs. Must be
     /// the model the index was built with.
     #[arg(long, env = "STILLWEB_EMBEDDER")]
     pub embedder: Option<PathBuf>,
-    /// Intra-op threads of the query embedder.
+    /// Intra-op threads of each model (query embedder, reranker).
     #[arg(long, env = "STILLWEB_MODEL_THREADS", default_value_t = 1)]
     pub model_threads: usize,
 }
@@ -75,6 +91,9 @@ pub struct Config {
     pub search: SearchParams,
     pub mode: Option<Mode>,
     pub embedder: PathBuf,
+    pub reranker: Option<PathBuf>,
+    pub max_rerank_pool: usize,
+    pub provider: ExecutionProvider,
     pub model_threads: usize,
 }
 
@@ -97,6 +116,15 @@ impl Args {
         if self.max_sessions == 0 || self.max_urls_per_session == 0 || self.session_ttl_secs == 0 {
             return Err("session limits (--max-sessions, --max-urls-per-session, --session-ttl-secs) must be positive".into());
         }
+        if self.rerank_pool == 0 || self.rerank_pool > self.max_rerank_pool {
+            return Err(format!(
+                "--rerank-pool must be between 1 and --max-rerank-pool ({}), got {}",
+                self.max_rerank_pool, self.rerank_pool
+            ));
+        }
+        if self.mode == Some(Mode::Rerank) && self.reranker.is_none() {
+            return Err("--mode rerank needs --reranker DIR".into());
+        }
         let search_threads = if self.search_threads == 0 {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         } else {
@@ -116,12 +144,20 @@ impl Args {
             },
             search: SearchParams {
                 candidates: self.candidates,
+                rerank_pool: if self.reranker.is_some() {
+                    self.rerank_pool
+                } else {
+                    0
+                },
                 ..SearchParams::default()
             },
             mode: self.mode,
             embedder: self
                 .embedder
                 .unwrap_or_else(stillweb_models::config::default_embedder_dir),
+            reranker: self.reranker,
+            max_rerank_pool: self.max_rerank_pool,
+            provider: self.provider,
             model_threads: self.model_threads.max(1),
         })
     }

@@ -20,6 +20,8 @@ pub enum ErrorCode {
     UrlNotFound,
     /// No such endpoint.
     RouteNotFound,
+    /// The request asks for reranking but the server has no reranker.
+    RerankUnavailable,
     /// The request body is larger than the server accepts.
     PayloadTooLarge,
     /// The search did not finish within the request timeout.
@@ -32,12 +34,13 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 10] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
         ErrorCode::UrlNotFound,
         ErrorCode::RouteNotFound,
+        ErrorCode::RerankUnavailable,
         ErrorCode::PayloadTooLarge,
         ErrorCode::Timeout,
         ErrorCode::NotReady,
@@ -51,6 +54,7 @@ impl ErrorCode {
             ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
             ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
@@ -123,10 +127,11 @@ mod tests {
             ErrorCode::UrlNotSeen => 2,
             ErrorCode::UrlNotFound => 3,
             ErrorCode::RouteNotFound => 4,
-            ErrorCode::PayloadTooLarge => 5,
-            ErrorCode::Timeout => 6,
-            ErrorCode::NotReady => 7,
-            ErrorCode::Internal => 8,
+            ErrorCode::RerankUnavailable => 5,
+            ErrorCode::PayloadTooLarge => 6,
+            ErrorCode::Timeout => 7,
+            ErrorCode::NotReady => 8,
+            ErrorCode::Internal => 9,
         }
     }
 

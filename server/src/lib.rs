@@ -19,8 +19,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use stillweb_index::SearchIndex;
 use stillweb_index::search::Mode;
-use stillweb_models::worker::EmbedWorker;
-use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder};
+use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use stillweb_models::{Embedder, OnnxEmbedder, Reranker, load_reranker};
 use tower_http::trace::TraceLayer;
 use tracing::info;
 
@@ -49,8 +49,9 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Opens the index (and, for dense or hybrid search, the query embedder it was built with) and
-/// builds the state; runs one query so the first request is not slow.
+/// Opens the index (and, for dense or hybrid search, the query embedder it was built with, and the
+/// reranker if one is configured) and builds the state; runs one query so the first request is not
+/// slow.
 pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     let started = Instant::now();
     let index = SearchIndex::open(&config.index)?;
@@ -59,33 +60,35 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         .mode
         .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
     anyhow::ensure!(
-        mode == Mode::Bm25 || has_dense,
+        !mode.uses_dense() || has_dense,
         "--mode {mode:?} needs an index built with vectors; {} was built with --no-dense",
         config.index.display()
     );
     config.mode = Some(mode);
     config.search.weights = mode.weights();
-    let embedder = if mode == Mode::Bm25 {
-        None
-    } else {
-        let model = OnnxEmbedder::load(
-            &config.embedder,
-            ExecutionProvider::Cpu,
-            config.model_threads,
-        )
-        .with_context(|| {
-            format!(
-                "loading the query embedder from {}",
-                config.embedder.display()
-            )
-        })?;
+    let provider = config.provider;
+    let embedder = if mode.uses_dense() {
+        let model = OnnxEmbedder::load(&config.embedder, provider, config.model_threads)
+            .with_context(|| {
+                format!(
+                    "loading the query embedder from {}",
+                    config.embedder.display()
+                )
+            })?;
         index.check_embedder(model.model_id(), model.dimension())?;
-        info!(
-            model = model.model_id(),
-            provider = ExecutionProvider::Cpu.name(),
-            "query embedder loaded"
-        );
+        info!(model = model.model_id(), %provider, "query embedder loaded");
         Some(EmbedWorker::spawn(Box::new(model), "stillweb-embed", 1024)?)
+    } else {
+        None
+    };
+    let reranker = match &config.reranker {
+        Some(dir) => {
+            let model = load_reranker(dir, provider, config.model_threads)
+                .with_context(|| format!("loading the reranker from {}", dir.display()))?;
+            info!(model = model.model_id(), %provider, pool = config.search.rerank_pool, "reranker loaded");
+            Some(RerankWorker::spawn(model, "stillweb-rerank", 1024)?)
+        }
+        None => None,
     };
     let manifest = index.manifest();
     info!(
@@ -100,12 +103,18 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         Some(e) => e.embed_queries(vec!["warm up".into()])?.pop(),
         None => None,
     };
+    let mut warm_reranker = reranker.clone();
     let warm = index
-        .search("warm up", warm_vector.as_deref(), &config.search)
+        .search(
+            "warm up",
+            warm_vector.as_deref(),
+            &config.search,
+            warm_reranker.as_mut().map(|r| r as &mut dyn Reranker),
+        )
         .context("warm-up query failed")?;
     info!(results = warm.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let state =
-        AppState::new(index, config, embedder).context("cannot start the search thread pool")?;
+    let state = AppState::new(index, config, embedder, reranker)
+        .context("cannot start the search thread pool")?;
     state.set_ready(true);
     Ok(state)
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stillweb_index::SearchIndex;
-use stillweb_models::worker::EmbedWorker;
+use stillweb_models::worker::{EmbedWorker, RerankWorker};
 
 use crate::config::Config;
 use crate::pool::SearchPool;
@@ -19,6 +19,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The query embedder, when the index has vectors and the mode uses them.
     pub embedder: Option<EmbedWorker>,
+    /// The chunk-pool reranker, when one is configured.
+    pub reranker: Option<RerankWorker>,
     ready: Arc<AtomicBool>,
 }
 
@@ -27,9 +29,11 @@ impl AppState {
         index: SearchIndex,
         config: Config,
         embedder: Option<EmbedWorker>,
+        reranker: Option<RerankWorker>,
     ) -> std::io::Result<AppState> {
         Ok(AppState {
             embedder,
+            reranker,
             index: Arc::new(index),
             sessions: Arc::new(SessionStore::new(config.sessions.clone())),
             pool: SearchPool::new(config.search_threads)?,

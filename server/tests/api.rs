@@ -238,7 +238,7 @@ async fn identical_searches_are_byte_identical() {
 }
 
 /// Starts the real binary on port 0 and returns it with its base URL.
-fn spawn_server(index: &Path) -> (Child, String) {
+fn spawn_server(index: &Path, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
         .args([
             "--index",
@@ -246,6 +246,7 @@ fn spawn_server(index: &Path) -> (Child, String) {
             "--listen",
             "127.0.0.1:0",
         ])
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -264,7 +265,7 @@ fn spawn_server(index: &Path) -> (Child, String) {
 #[test]
 fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     let Some(index) = samples_index() else { return };
-    let (mut child, base) = spawn_server(index);
+    let (mut child, base) = spawn_server(index, &[]);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -334,6 +335,158 @@ fn server_refuses_a_missing_index_with_a_clear_message() {
     assert!(
         stderr.contains("no index at /nonexistent/stillweb-index")
             && stderr.contains("stillweb-indexer build"),
+        "{stderr}"
+    );
+}
+
+/// The random-weight Qwen3 reranker fixture, if `models/make-fixtures` has built it.
+fn qwen3_fixture() -> Option<PathBuf> {
+    let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
+    if dir.join("model.toml").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: .ci/run must run models/make-fixtures",
+        dir.display()
+    );
+    eprintln!("SKIPPED: no reranker fixture at {}", dir.display());
+    None
+}
+
+#[tokio::test]
+async fn reranking_without_a_reranker_is_refused() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["reranked"], false);
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "rerank": true})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "rerank_unavailable")
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("--reranker")
+    );
+}
+
+/// The Qwen3-Reranker path end to end in the real binary, on the random-weight fixture: the
+/// prompt, tokenizer, padding and read-out run for real; the order it produces means nothing.
+#[test]
+fn real_server_reranks_with_the_qwen3_fixture() {
+    let Some(index) = samples_index() else { return };
+    let Some(fixture) = qwen3_fixture() else {
+        return;
+    };
+    let (mut child, base) = spawn_server(
+        index,
+        &[
+            "--reranker",
+            fixture.to_str().expect("path"),
+            "--rerank-pool",
+            "12",
+        ],
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let search = |body: Value| -> (u16, Value) {
+        let mut response = agent
+            .post(&format!("{base}/v1/search"))
+            .send_json(body)
+            .expect("search");
+        (
+            response.status().as_u16(),
+            response.body_mut().read_json().expect("json"),
+        )
+    };
+    let urls = |body: &Value| -> Vec<String> {
+        body["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["url"].as_str().expect("url").to_string())
+            .collect()
+    };
+    let query = "anarchist political philosophy and its history";
+    let (status, reranked) = search(json!({"query": query, "k": 20}));
+    assert_eq!(status, 200, "{reranked}");
+    assert_eq!(reranked["reranked"], true);
+    let (_, plain) = search(json!({"query": query, "k": 20, "rerank": false}));
+    assert_eq!(plain["reranked"], false);
+    // Reranking permutes the pooled pages (12 chunks, at most 2 a page: 6 to 12 pages) and leaves
+    // the rest.
+    let (mut a, mut b) = (urls(&reranked), urls(&plain));
+    assert_eq!(a.len(), 20);
+    assert_eq!(&a[12..], &b[12..], "pages past the pool keep their order");
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "reranking reorders, it does not add or drop pages");
+    // Deterministic, and the pool size is a per-request choice within the server's limit.
+    let (_, again) = search(json!({"query": query, "k": 20}));
+    assert_eq!(again.to_string(), reranked.to_string());
+    let (status, small) = search(json!({"query": query, "k": 5, "rerank_pool": 2}));
+    assert_eq!((status, small["reranked"].as_bool()), (200, Some(true)));
+    let (status, refused) = search(json!({"query": query, "rerank_pool": 101}));
+    assert_eq!(status, 422);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("`rerank_pool` must be between 1 and 100")
+    );
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    assert!(child.wait().expect("wait").success());
+}
+
+#[test]
+fn server_refuses_a_reranker_that_is_not_one() {
+    let Some(index) = samples_index() else { return };
+    let embedder = stillweb_models::config::default_embedder_dir();
+    if !embedder.join("model.toml").is_file() {
+        eprintln!("SKIPPED: no embedder at {}", embedder.display());
+        return;
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
+        .args([
+            "--index",
+            index.to_str().expect("path"),
+            "--listen",
+            "127.0.0.1:0",
+            "--reranker",
+            embedder.to_str().expect("path"),
+        ])
+        .env("RUST_LOG", "error")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("loading the reranker from")
+            && stderr.contains("expected cross-encoder or qwen3-reranker"),
         "{stderr}"
     );
 }

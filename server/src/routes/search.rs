@@ -7,6 +7,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 use stillweb_index::{Hit, SearchParams};
+use stillweb_models::Reranker;
 
 use super::{ApiJson, check_session};
 use crate::error::{ApiError, ErrorCode};
@@ -24,6 +25,12 @@ pub struct SearchRequest {
     pub k: Option<i64>,
     #[serde(default)]
     pub session: Option<String>,
+    /// Rerank the chunk pool (default: whenever the server has a reranker).
+    #[serde(default)]
+    pub rerank: Option<bool>,
+    /// Chunks to rerank (default: the server's --rerank-pool).
+    #[serde(default)]
+    pub rerank_pool: Option<i64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -38,6 +45,8 @@ pub struct SearchResult {
 #[derive(Debug, Serialize)]
 pub struct SearchResponse {
     pub results: Vec<SearchResult>,
+    /// Whether a cross-encoder reordered the leading results.
+    pub reranked: bool,
     /// Build id of the index that answered.
     pub index: String,
 }
@@ -66,8 +75,10 @@ pub async fn search(
     }
     let params = SearchParams {
         k: usize::try_from(k).unwrap_or(1),
+        rerank_pool: rerank_pool(&state, request.rerank, request.rerank_pool)?,
         ..state.config.search.clone()
     };
+    let reranked = params.rerank_pool > 0;
     let hits = run_search(&state, query, params).await?;
     if let Some(session) = &session {
         let keys = hits.iter().filter_map(|h| normalize_url(&h.url).ok());
@@ -87,8 +98,36 @@ pub async fn search(
                 snippet: h.snippet,
             })
             .collect(),
+        reranked,
         index: state.build_id().to_string(),
     }))
+}
+
+/// The request's rerank pool: 0 when not reranking; an error when it asks for a reranker the
+/// server does not have or for a pool outside 1..=--max-rerank-pool.
+fn rerank_pool(
+    state: &AppState,
+    rerank: Option<bool>,
+    pool: Option<i64>,
+) -> Result<usize, ApiError> {
+    let wanted = rerank.unwrap_or(state.reranker.is_some() && pool != Some(0));
+    if !wanted {
+        return Ok(0);
+    }
+    if state.reranker.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::RerankUnavailable,
+            "this server has no reranker (start it with --reranker DIR); omit `rerank` or send false",
+        ));
+    }
+    let max = state.config.max_rerank_pool;
+    match pool {
+        None => Ok(state.config.search.rerank_pool),
+        Some(n) if (1..=max as i64).contains(&n) => Ok(usize::try_from(n).unwrap_or(1)),
+        Some(n) => Err(ApiError::invalid(format!(
+            "`rerank_pool` must be between 1 and {max}, got {n}"
+        ))),
+    }
 }
 
 /// Runs one search on the search pool, bounded by the request timeout.
@@ -99,6 +138,7 @@ pub async fn run_search(
 ) -> Result<Vec<Hit>, ApiError> {
     let index = state.index.clone();
     let embedder = state.embedder.clone();
+    let mut reranker = state.reranker.clone();
     let work = state.pool.run(move || {
         let vector = match &embedder {
             Some(e) => e
@@ -108,7 +148,12 @@ pub async fn run_search(
             None => None,
         };
         index
-            .search(&query, vector.as_deref(), &params)
+            .search(
+                &query,
+                vector.as_deref(),
+                &params,
+                reranker.as_mut().map(|r| r as &mut dyn Reranker),
+            )
             .map_err(ApiError::internal)
     });
     tokio::time::timeout(state.config.request_timeout, work)

@@ -1,0 +1,138 @@
+//! Rerankers: models that read a query and a passage together and judge relevance.
+//!
+//! - [`CrossEncoder`]: a BERT-style pair classifier (`[CLS] query [SEP] passage [SEP]` → logit);
+//! - [`Qwen3Reranker`]: a causal LM asked, under its official prompt template, whether the
+//!   document meets the query; the score is softmax over its `no`/`yes` logits at the last real
+//!   token.
+//!
+//! Both sort their pairs by length into batches (little padding), and return scores in the
+//! caller's order. Scores do not depend on batching or the padding side (tested to 1e-5).
+
+mod cross_encoder;
+mod qwen3;
+
+use std::path::Path;
+
+use ort::session::{Session, SessionOutputs};
+
+pub use cross_encoder::CrossEncoder;
+pub use qwen3::{ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, Qwen3Reranker, SYSTEM_PREFIX, format_pair};
+
+use crate::batch::{TokenBatch, TokenRow};
+use crate::runtime::ExecutionProvider;
+use crate::{ModelConfig, ModelError, ModelKind, PaddingSide};
+
+/// Scores passages against a query. Synchronous: implementations own their session and are
+/// driven by one thread (see [`crate::worker::RerankWorker`]).
+pub trait Reranker: Send {
+    /// Identifier for `/info` and evaluation reports.
+    fn model_id(&self) -> &str;
+    /// One relevance score in [0, 1] per passage (higher is more relevant), in input order.
+    fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError>;
+}
+
+/// Loads the reranker described by `DIR/model.toml` (`kind = "cross-encoder"` or
+/// `"qwen3-reranker"`).
+pub fn load_reranker(
+    dir: &Path,
+    provider: ExecutionProvider,
+    threads: usize,
+) -> Result<Box<dyn Reranker>, ModelError> {
+    let config = ModelConfig::load(dir)?;
+    config.expect_kind(&[ModelKind::CrossEncoder, ModelKind::Qwen3Reranker])?;
+    Ok(match config.kind {
+        ModelKind::Qwen3Reranker => Box::new(Qwen3Reranker::new(config, provider, threads)?),
+        _ => Box::new(CrossEncoder::new(config, provider, threads)?),
+    })
+}
+
+/// Pairs per model call unless the config says otherwise.
+const BATCH: usize = 16;
+
+/// The part both rerankers share: a session fed padded token rows in length-sorted batches.
+struct PairRunner {
+    session: Session,
+    input_names: Vec<String>,
+    pad_id: u32,
+    side: PaddingSide,
+    batch_size: usize,
+}
+
+impl PairRunner {
+    fn new(
+        config: &ModelConfig,
+        provider: ExecutionProvider,
+        threads: usize,
+        pad_id: u32,
+        default_side: PaddingSide,
+    ) -> Result<PairRunner, ModelError> {
+        let session = crate::runtime::open_session(&config.onnx_path(), provider, threads)?;
+        let input_names = crate::batch::input_names(&session, &config.onnx_path())?;
+        let side = config.padding_side.unwrap_or(default_side);
+        if side == PaddingSide::Left && !input_names.iter().any(|n| n == "position_ids") {
+            return Err(ModelError::Config {
+                path: config.dir.join("model.toml"),
+                message: "left padding needs a model that takes `position_ids` (otherwise the \
+                          padding shifts every position); use padding_side = \"right\""
+                    .into(),
+            });
+        }
+        Ok(PairRunner {
+            session,
+            input_names,
+            pad_id,
+            side,
+            batch_size: config.batch_size.unwrap_or(BATCH),
+        })
+    }
+
+    /// Runs `rows` in batches; `read` turns one batch's outputs into one value per row. Values
+    /// come back in the order of `rows`.
+    fn run<T: Copy + Default>(
+        &mut self,
+        rows: Vec<TokenRow>,
+        read: impl Fn(&SessionOutputs<'_>, &TokenBatch) -> Result<Vec<T>, ModelError>,
+    ) -> Result<Vec<T>, ModelError> {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(rows[i].ids.len()));
+        let mut scores = vec![T::default(); rows.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch_rows: Vec<TokenRow> = chunk.iter().map(|&i| rows[i].clone()).collect();
+            let batch = TokenBatch::new(&batch_rows, self.pad_id, self.side);
+            let outputs = batch.run(&mut self.session, &self.input_names)?;
+            let batch_scores = read(&outputs, &batch)?;
+            if batch_scores.len() != chunk.len() {
+                return Err(ModelError::Onnx(format!(
+                    "model returned {} scores for {} pairs",
+                    batch_scores.len(),
+                    chunk.len()
+                )));
+            }
+            for (&i, s) in chunk.iter().zip(batch_scores) {
+                scores[i] = s;
+            }
+        }
+        Ok(scores)
+    }
+}
+
+/// The probability of the second class of a two-way softmax, computed stably.
+fn sigmoid_of_difference(negative: f32, positive: f32) -> f32 {
+    let x = f64::from(positive) - f64::from(negative);
+    (1.0 / (1.0 + (-x).exp())) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_way_softmax_is_stable() {
+        assert!((sigmoid_of_difference(0.0, 0.0) - 0.5).abs() < 1e-7);
+        assert!(sigmoid_of_difference(-1000.0, 1000.0) > 0.999_999);
+        assert!(sigmoid_of_difference(1000.0, -1000.0) < 1e-6);
+        let (no, yes) = (1.3f32, -0.4f32);
+        let softmax = yes.exp() / (yes.exp() + no.exp());
+        assert!((sigmoid_of_difference(no, yes) - softmax).abs() < 1e-6);
+    }
+}
