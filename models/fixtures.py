@@ -39,6 +39,8 @@ QWEN_NO, QWEN_YES = 2152, 9693  # token ids of "no" and "yes" in the Qwen3 token
 
 BERT_VOCAB = 30_522
 BERT = dict(hidden=32, heads=4, intermediate=64, layers=2, positions=512, types=2, eps=1e-12)
+# The shape of cross-encoder/ms-marco-MiniLM-L6-v2, for measuring reranking speed on a CPU.
+BERT_MINILM_L6 = dict(BERT, hidden=384, heads=12, intermediate=1536, layers=6)
 
 
 class Graph:
@@ -205,8 +207,7 @@ def qwen_reference(w, ids):
     return [float(last @ w["embed"][QWEN_NO]), float(last @ w["embed"][QWEN_YES])]
 
 
-def bert_weights(rng):
-    c = BERT
+def bert_weights(rng, c=BERT):
     h, i = c["hidden"], c["intermediate"]
     w = {
         "word": rng.normal(0, 0.5, (BERT_VOCAB, h)),
@@ -226,9 +227,9 @@ def bert_weights(rng):
     return w
 
 
-def bert_graph(w):
+def bert_graph(w, c=BERT):
     """inputs input_ids, attention_mask, token_type_ids (int64 [batch, tokens]) -> logits [batch, 1]."""
-    c, g = BERT, Graph()
+    g = Graph()
     heads, d = c["heads"], c["hidden"] // c["heads"]
     f32 = lambda a: a.astype(np.float32)  # noqa: E731
 
@@ -308,6 +309,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", required=True, type=pathlib.Path, help="the model cache models/fetch filled")
     parser.add_argument("--out", type=pathlib.Path, help="default: MODELS/fixtures")
+    parser.add_argument("--speed", action="store_true",
+                        help="also write cross-encoder-minilm-l6-shape/: random weights in the real "
+                             "MiniLM-L6 cross-encoder's shape, to measure reranking cost (not used by tests)")
     args = parser.parse_args()
     out = args.out or args.models / "fixtures"
     rng = np.random.default_rng(SEED)
@@ -340,6 +344,16 @@ tokenizer = "tokenizer.json"
 max_tokens = 512
 quantization = "fp32"
 ''', pairs, args.models / "all-minilm-l6-v2" / "tokenizer.json")
+    if args.speed:
+        weights = bert_weights(rng, BERT_MINILM_L6)
+        save(bert_graph(weights, BERT_MINILM_L6), out / "cross-encoder-minilm-l6-shape", f'''# Random weights in the shape of a MiniLM-L6 cross-encoder: for speed measurements only.
+id = "stillweb/cross-encoder-minilm-l6-shape-random"
+kind = "cross-encoder"
+onnx = "model.onnx"
+tokenizer = "tokenizer.json"
+max_tokens = 512
+quantization = "fp32"
+''', [], args.models / "all-minilm-l6-v2" / "tokenizer.json")
     print(out)
 
 

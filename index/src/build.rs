@@ -89,16 +89,7 @@ pub fn build_index_with(
     for index in 0..corpus.sources.len() {
         plans.push(plan_source(corpus, index)?);
     }
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
-    let name = out
-        .file_name()
-        .map_or("index".into(), |n| n.to_string_lossy().into_owned());
-    remove_abandoned_builds(parent, &name);
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = staging_dir(out, options.force)?;
     let result = build_into(&tmp, corpus, plans, options, embedder);
     let manifest = match result {
         Ok(m) => m,
@@ -118,6 +109,27 @@ pub fn build_index_with(
         "index published"
     );
     Ok(BuildReport { manifest, elapsed })
+}
+
+/// The temporary directory beside `out` that an index for `out` is built in (`.NAME.tmp-PID`),
+/// to be published with [`publish`]. Refuses an existing `out` unless `force`; removes what
+/// killed builds of the same output left behind.
+pub(crate) fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
+    if out.exists() && !force {
+        return Err(IndexError::Exists {
+            path: out.to_path_buf(),
+        });
+    }
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
+    let name = out
+        .file_name()
+        .map_or("index".into(), |n| n.to_string_lossy().into_owned());
+    remove_abandoned_builds(parent, &name);
+    Ok(parent.join(format!(".{name}.tmp-{}", std::process::id())))
 }
 
 /// Removes temporary directories that earlier builds of the same output left when they were
@@ -517,7 +529,7 @@ impl Writers<'_> {
 
 /// Replaces `out` with the finished `tmp` directory. An existing index is moved aside first and
 /// removed only once the new one is in place.
-fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
+pub(crate) fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
     let old = out.with_file_name(format!(
         ".{}.old-{}",
         out.file_name()

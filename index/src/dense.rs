@@ -15,7 +15,7 @@ use usearch::{IndexOptions, MetricKind, ScalarKind};
 use crate::IndexError;
 
 pub const DENSE_DIR: &str = "dense";
-const CHUNK_VECTORS: &str = "chunks.f32";
+pub(crate) const CHUNK_VECTORS: &str = "chunks.f32";
 const DOC_GRAPH: &str = "docs.usearch";
 
 /// How a document is represented in the document-level dense index.
@@ -141,54 +141,68 @@ impl ChunkVectorWriter {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let graph_path = dir.join(DOC_GRAPH);
-        let graph = usearch::Index::new(&graph_options(self.dimension))
-            .map_err(|e| graph_error(&graph_path, e))?;
-        let capacity = match doc_vectors {
-            DocVectors::BestChunk => self.written,
-            DocVectors::Mean | DocVectors::Lead => chunk_counts.len() as u64,
-        };
-        graph
-            .reserve(usize::try_from(capacity).unwrap_or(usize::MAX))
-            .map_err(|e| graph_error(&graph_path, e))?;
-        let file = File::open(&self.path).map_err(|e| IndexError::io(&self.path, e))?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut row = vec![0f32; self.dimension];
-        let mut bytes = vec![0u8; self.dimension * 4];
-        let mut chunk_id = 0u64;
-        for (doc, &count) in chunk_counts.iter().enumerate() {
-            let mut sum = vec![0f32; self.dimension];
-            for i in 0..count {
-                reader
-                    .read_exact(&mut bytes)
-                    .map_err(|e| IndexError::io(&self.path, e))?;
-                for (x, b) in row.iter_mut().zip(bytes.chunks_exact(4)) {
-                    *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                }
-                match doc_vectors {
-                    DocVectors::BestChunk => graph
-                        .add(chunk_id, &row)
-                        .map_err(|e| graph_error(&graph_path, e))?,
-                    DocVectors::Lead if i == 0 => graph
-                        .add(doc as u64, &row)
-                        .map_err(|e| graph_error(&graph_path, e))?,
-                    DocVectors::Lead => {}
-                    DocVectors::Mean => sum.iter_mut().zip(&row).for_each(|(s, x)| *s += x),
-                }
-                chunk_id += 1;
-            }
-            if doc_vectors == DocVectors::Mean && count > 0 {
-                stillweb_models::normalize(&mut sum);
-                graph
-                    .add(doc as u64, &sum)
-                    .map_err(|e| graph_error(&graph_path, e))?;
-            }
-        }
-        graph
-            .save(&graph_path.to_string_lossy())
-            .map_err(|e| graph_error(&graph_path, e))?;
+        build_doc_graph(&dir, self.dimension, chunk_counts, doc_vectors)?;
         Ok(self.written)
     }
+}
+
+/// (Re)builds `DIR/docs.usearch` from `DIR/chunks.f32`: one node per chunk keyed by chunk id
+/// (best chunk), or one per document keyed by ordinal (its first chunk, or the normalised mean of
+/// its chunks).
+pub fn build_doc_graph(
+    dir: &Path,
+    dimension: usize,
+    chunk_counts: &[u32],
+    doc_vectors: DocVectors,
+) -> Result<(), IndexError> {
+    let vectors_path = dir.join(CHUNK_VECTORS);
+    let graph_path = dir.join(DOC_GRAPH);
+    let graph =
+        usearch::Index::new(&graph_options(dimension)).map_err(|e| graph_error(&graph_path, e))?;
+    let chunks: u64 = chunk_counts.iter().map(|&c| u64::from(c)).sum();
+    let capacity = match doc_vectors {
+        DocVectors::BestChunk => chunks,
+        DocVectors::Mean | DocVectors::Lead => chunk_counts.len() as u64,
+    };
+    graph
+        .reserve(usize::try_from(capacity).unwrap_or(usize::MAX))
+        .map_err(|e| graph_error(&graph_path, e))?;
+    let file = File::open(&vectors_path).map_err(|e| IndexError::io(&vectors_path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut row = vec![0f32; dimension];
+    let mut bytes = vec![0u8; dimension * 4];
+    let mut chunk_id = 0u64;
+    for (doc, &count) in chunk_counts.iter().enumerate() {
+        let mut sum = vec![0f32; dimension];
+        for i in 0..count {
+            reader
+                .read_exact(&mut bytes)
+                .map_err(|e| IndexError::io(&vectors_path, e))?;
+            for (x, b) in row.iter_mut().zip(bytes.chunks_exact(4)) {
+                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            match doc_vectors {
+                DocVectors::BestChunk => graph
+                    .add(chunk_id, &row)
+                    .map_err(|e| graph_error(&graph_path, e))?,
+                DocVectors::Lead if i == 0 => graph
+                    .add(doc as u64, &row)
+                    .map_err(|e| graph_error(&graph_path, e))?,
+                DocVectors::Lead => {}
+                DocVectors::Mean => sum.iter_mut().zip(&row).for_each(|(s, x)| *s += x),
+            }
+            chunk_id += 1;
+        }
+        if doc_vectors == DocVectors::Mean && count > 0 {
+            stillweb_models::normalize(&mut sum);
+            graph
+                .add(doc as u64, &sum)
+                .map_err(|e| graph_error(&graph_path, e))?;
+        }
+    }
+    graph
+        .save(&graph_path.to_string_lossy())
+        .map_err(|e| graph_error(&graph_path, e))
 }
 
 /// The dense part of an open index.

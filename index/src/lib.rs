@@ -13,7 +13,9 @@
 //!
 //! Retrieval ([`search`]) runs in two stages: BM25 and the dense document index select candidates;
 //! then every chunk of those candidates is scored by BM25 and exact cosine, each document takes its
-//! best chunk (MaxP), fused with its document BM25 score ([`fusion`]).
+//! best chunk (MaxP), fused with its document BM25 score ([`fusion`]); an optional cross-encoder
+//! reorders the leading documents' best chunks. [`revector`] changes the document-level dense
+//! representation of a built index without embedding again.
 
 mod analyzer;
 mod build;
@@ -23,6 +25,7 @@ pub mod eval;
 pub mod fusion;
 mod manifest;
 mod reader;
+pub mod revector;
 mod schema;
 pub mod search;
 

@@ -180,6 +180,14 @@ impl SearchIndex {
         }
     }
 
+    /// Chunks per document, by ordinal.
+    pub fn chunk_counts(&self) -> Vec<u32> {
+        self.chunk_offsets
+            .windows(2)
+            .map(|w| u32::try_from(w[1] - w[0]).unwrap_or(u32::MAX))
+            .collect()
+    }
+
     pub(crate) fn stored_doc(
         &self,
         searcher: &Searcher,

@@ -194,3 +194,48 @@ fn hnsw_recall_against_exact_search() {
     eprintln!("HNSW recall@10 vs exact: {recall:.3}");
     assert!(recall >= 0.95, "recall@10 {recall}");
 }
+
+/// Re-deriving the document graph from stored chunk vectors gives the index a build with that
+/// representation would have given, without embedding again.
+#[test]
+fn doc_vectors_can_be_changed_without_embedding_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let best = build(dir.path(), 200, DocVectors::BestChunk);
+    let direct = build(dir.path(), 200, DocVectors::Mean);
+    let out = dir.path().join("revectored");
+    let manifest =
+        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Mean, false)
+            .expect("revector");
+    assert_eq!(manifest.build_id, direct.manifest().build_id);
+    assert_ne!(manifest.build_id, best.manifest().build_id);
+    let revectored = SearchIndex::open(&out).expect("open");
+    assert_eq!(
+        revectored.manifest().dense.as_ref().map(|d| d.doc_vectors),
+        Some(DocVectors::Mean)
+    );
+    let mut embedder = HashingEmbedder::new(64);
+    let params = SearchParams {
+        k: 10,
+        weights: Mode::Dense.weights(),
+        ..SearchParams::default()
+    };
+    for query in [
+        "glacier falcon quartz",
+        "sonnet fresco cathedral",
+        "reactor turbine",
+    ] {
+        let vector = embedder.embed_queries(&[query]).expect("embed").remove(0);
+        let a = revectored
+            .search(query, Some(&vector), &params, None)
+            .expect("a");
+        let b = direct
+            .search(query, Some(&vector), &params, None)
+            .expect("b");
+        assert_eq!(a, b, "{query}");
+    }
+    // The output is refused if it exists; an index without vectors cannot be revectored.
+    let err =
+        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Lead, false)
+            .expect_err("exists");
+    assert!(matches!(err, IndexError::Exists { .. }));
+}

@@ -8,6 +8,7 @@ use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items};
 use stillweb_index::fusion::Fusion;
+use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
 use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
 use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder, Reranker, load_reranker};
@@ -50,6 +51,22 @@ enum Command {
         /// How a document is represented in the dense document index: best-chunk, mean or lead.
         #[arg(long, default_value = "best-chunk")]
         doc_vectors: DocVectors,
+    },
+    /// Copy an index with another document-level dense representation, from its stored chunk
+    /// vectors (no re-embedding); prints the new manifest (JSON).
+    DocVectors {
+        /// Index built with an embedder.
+        #[arg(long)]
+        index: PathBuf,
+        /// Output index directory (published by rename, like a build).
+        #[arg(long)]
+        out: PathBuf,
+        /// best-chunk, mean or lead.
+        #[arg(long)]
+        doc_vectors: DocVectors,
+        /// Replace an existing index at --out.
+        #[arg(long)]
+        force: bool,
     },
     /// Evaluate retrieval quality; prints JSON.
     Eval {
@@ -215,6 +232,22 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             println!("{}", serde_json::to_string_pretty(&report.manifest)?);
+        }
+        Command::DocVectors {
+            index,
+            out,
+            doc_vectors,
+            force,
+        } => {
+            let manifest =
+                rebuild_doc_vectors(&index, &out, doc_vectors, force).with_context(|| {
+                    format!(
+                        "re-deriving document vectors of {} into {}",
+                        index.display(),
+                        out.display()
+                    )
+                })?;
+            println!("{}", serde_json::to_string_pretty(&manifest)?);
         }
         Command::Eval {
             index,

@@ -311,6 +311,69 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     eprintln!("fabricated (hybrid, MiniLM): gold@1 {at1:.3} gold@10 {at10:.3}: {scores}");
     assert_eq!(scores["mode"], "hybrid");
     assert!(at1 >= 0.85 && at10 >= 0.99, "gold@1 {at1} gold@10 {at10}");
+
+    // The rerank mode runs the real Qwen3 reranker path (random-weight fixture): a 10-chunk pool
+    // reorders at most 10 documents, all inside the top 10, so gold@10 cannot change.
+    let fixture = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
+    let items = data.join("fabricated/items.jsonl");
+    let refused = indexer(&[
+        "eval",
+        "--index",
+        path_str(&out),
+        "--items",
+        path_str(&items),
+        "--mode",
+        "rerank",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--mode rerank needs --reranker DIR")
+    );
+    if fixture.join("model.toml").is_file() {
+        let reranked = json(&indexer(&[
+            "eval",
+            "--index",
+            path_str(&out),
+            "--items",
+            path_str(&items),
+            "--mode",
+            "rerank",
+            "--reranker",
+            path_str(&fixture),
+            "--rerank-pool",
+            "10",
+        ]));
+        assert_eq!(reranked["reranker"], "stillweb/qwen3-reranker-tiny-random");
+        assert_eq!(reranked["params"]["rerank_pool"], 10);
+        assert_eq!(reranked["gold@10"], scores["gold@10"]);
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "models/make-fixtures did not run"
+        );
+    }
+
+    // Another document representation, from the stored chunk vectors.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mean = dir.path().join("mean");
+    let manifest = json(&indexer(&[
+        "doc-vectors",
+        "--index",
+        path_str(&out),
+        "--out",
+        path_str(&mean),
+        "--doc-vectors",
+        "mean",
+    ]));
+    assert_eq!(manifest["dense"]["doc_vectors"], "mean");
+    let scores = json(&indexer(&[
+        "eval",
+        "--index",
+        path_str(&mean),
+        "--items",
+        path_str(&items),
+    ]));
+    assert!(scores["gold@10"].as_f64().expect("g10") >= 0.99, "{scores}");
 }
 
 /// A content hash of everything that shapes a built index: the indexing code, the model files and

@@ -1,0 +1,81 @@
+//! Changing how documents are represented in the dense document index without embedding again:
+//! the chunk vectors are stored, so a new document graph is a pass over them. The result is a new
+//! index (its files hard-linked from the source where the filesystem allows), published like a
+//! build, so a server reading the source is never disturbed.
+
+use std::path::Path;
+
+use crate::build::{publish, staging_dir};
+use crate::dense::{CHUNK_VECTORS, DENSE_DIR, DocVectors, build_doc_graph};
+use crate::manifest::IndexManifest;
+use crate::{IndexError, SearchIndex};
+
+/// Writes to `out` a copy of the index at `source` whose document graph uses `doc_vectors`.
+pub fn rebuild_doc_vectors(
+    source: &Path,
+    out: &Path,
+    doc_vectors: DocVectors,
+    force: bool,
+) -> Result<IndexManifest, IndexError> {
+    let index = SearchIndex::open(source)?;
+    let mut manifest = index.manifest().clone();
+    let Some(dense) = manifest.dense.as_mut() else {
+        return Err(IndexError::Damaged {
+            path: source.to_path_buf(),
+            reason: "the index has no vectors (built with --no-dense); build it with an embedder"
+                .into(),
+        });
+    };
+    dense.doc_vectors = doc_vectors;
+    let (model, dimension) = (dense.model_id.clone(), dense.dimension);
+    manifest.build_id = IndexManifest::compute_build_id(
+        &manifest.sources,
+        &manifest.chunker,
+        &manifest.analyzer,
+        Some((model.as_str(), doc_vectors)),
+    );
+    manifest.created_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+
+    let tmp = staging_dir(out, force)?;
+    let result = (|| {
+        for part in ["docs", "chunks"] {
+            link_dir(&source.join(part), &tmp.join(part))?;
+        }
+        let dense_dir = tmp.join(DENSE_DIR);
+        std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
+        link_file(
+            &source.join(DENSE_DIR).join(CHUNK_VECTORS),
+            &dense_dir.join(CHUNK_VECTORS),
+        )?;
+        build_doc_graph(&dense_dir, dimension, &index.chunk_counts(), doc_vectors)?;
+        manifest.write(&tmp)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    publish(&tmp, out)?;
+    SearchIndex::open(out)?;
+    Ok(manifest)
+}
+
+fn link_dir(from: &Path, to: &Path) -> Result<(), IndexError> {
+    std::fs::create_dir_all(to).map_err(|e| IndexError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| IndexError::io(from, e))? {
+        let entry = entry.map_err(|e| IndexError::io(from, e))?;
+        link_file(&entry.path(), &to.join(entry.file_name()))?;
+    }
+    Ok(())
+}
+
+/// Index files are never modified once written, so a hard link is as good as a copy.
+fn link_file(from: &Path, to: &Path) -> Result<(), IndexError> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| IndexError::io(from, e))
+}
