@@ -41,6 +41,18 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// The terms of `text` with their token positions (stop words leave gaps, which phrase queries
+/// must keep).
+pub fn terms_with_positions(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String)> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        let token = stream.token();
+        out.push((token.position, token.text.clone()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +68,10 @@ mod tests {
         assert_eq!(
             terms(&mut a, "who wrote Hamlet"),
             ["who", "wrote", "hamlet"]
+        );
+        assert_eq!(
+            terms_with_positions(&mut a, "Treaty of Versailles"),
+            [(0, "treati".to_string()), (2, "versaill".to_string())]
         );
     }
 }

@@ -13,6 +13,7 @@ use stillweb_corpus::url_norm::normalize_url;
 
 use stillweb_models::{Embedder, Reranker};
 
+use crate::query::{ParsedQuery, parse};
 use crate::{IndexError, SearchIndex, SearchParams};
 
 /// Embeds all queries in one go (none without an embedder).
@@ -159,16 +160,18 @@ pub fn evaluate_beir(
         ..params.clone()
     };
     let (mut ndcg, mut recall) = (0.0, 0.0);
-    let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
+    let parsed: Vec<ParsedQuery> = set.queries.iter().map(|(_, t)| parse(t)).collect();
+    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
     let vectors = embed_queries(embedder, &texts)?;
-    for (i, (qid, text)) in set.queries.iter().enumerate() {
+    for (i, (qid, _)) in set.queries.iter().enumerate() {
         let ranked: Vec<String> = index
             .search(
-                text,
+                &parsed[i],
                 vectors.get(i).map(Vec::as_slice),
                 &params,
                 reranker.as_deref_mut(),
             )?
+            .hits
             .into_iter()
             .map(|h| h.doc_id)
             .collect();
@@ -244,16 +247,18 @@ pub fn evaluate_items(
     };
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
-    let texts: Vec<&str> = items.iter().map(|i| i.question.as_str()).collect();
+    let parsed: Vec<ParsedQuery> = items.iter().map(|i| parse(&i.question)).collect();
+    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
     let vectors = embed_queries(embedder, &texts)?;
     for (i, item) in items.iter().enumerate() {
         let ranked: Vec<String> = index
             .search(
-                &item.question,
+                &parsed[i],
                 vectors.get(i).map(Vec::as_slice),
                 &params,
                 reranker.as_deref_mut(),
             )?
+            .hits
             .iter()
             .map(|h| key(&h.url))
             .collect();

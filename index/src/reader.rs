@@ -34,7 +34,7 @@ pub struct SearchIndex {
     pub(crate) doc_fields: DocFields,
     pub(crate) chunk_reader: IndexReader,
     pub(crate) chunk_fields: ChunkFields,
-    analyzer: TextAnalyzer,
+    pub(crate) analyzer: TextAnalyzer,
     /// `chunk_offsets[d]..chunk_offsets[d + 1]` are the chunk ids of document `d`.
     chunk_offsets: Vec<u64>,
     dense: Option<DenseIndex>,

@@ -18,15 +18,19 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery,
+    TermSetQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDocument, Term};
 
 use stillweb_models::Reranker;
 
 use crate::fusion::{Fusion, Signal, fuse};
+use crate::query::{Constraint, ParsedQuery};
 use crate::reader::StoredDoc;
 use crate::{IndexError, SearchIndex};
 
@@ -139,6 +143,14 @@ impl Default for SearchParams {
     }
 }
 
+/// What a search returns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SearchResults {
+    pub hits: Vec<Hit>,
+    /// A required phrase occurred in no page and was treated as plain words.
+    pub relaxed: bool,
+}
+
 /// One result: a page, scored by its best chunk, with that chunk as snippet.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
@@ -171,30 +183,41 @@ struct PoolChunk {
 impl SearchIndex {
     /// Runs both stages for `query`; `query_vector` (the embedded query) enables the dense signals,
     /// and `reranker` (with `params.rerank_pool > 0`) reorders the best chunks before MaxP.
+    ///
+    /// `query` carries the operators (see [`crate::query`]); its `text` is what `query_vector`
+    /// must embed. When a required phrase occurs in no page, the phrase is dropped to plain words
+    /// and the results say `relaxed`.
     pub fn search(
         &self,
-        query: &str,
+        query: &ParsedQuery,
         query_vector: Option<&[f32]>,
         params: &SearchParams,
         reranker: Option<&mut (dyn Reranker + '_)>,
-    ) -> Result<Vec<Hit>, IndexError> {
+    ) -> Result<SearchResults, IndexError> {
         let w = params.weights;
-        let terms = self.analyze(query);
+        let terms = self.analyze(&query.text);
         let lexical = !terms.is_empty() && (w.bm25_doc > 0.0 || w.bm25_chunk > 0.0);
         let dense_index = self.dense().filter(|_| w.dense_chunk > 0.0);
         let query_vector = query_vector.filter(|_| dense_index.is_some());
+        let mut results = SearchResults::default();
         if params.k == 0 || (!lexical && query_vector.is_none()) {
-            return Ok(Vec::new());
+            return Ok(results);
         }
         let limit = params.candidates.max(1);
         let doc_searcher = self.doc_reader.searcher();
+        let (filter, relaxed) = self.page_filter(query, &doc_searcher)?;
+        results.relaxed = relaxed;
 
         // Stage 1.
         let mut addresses: HashMap<u64, DocAddress> = HashMap::new();
         let mut doc_bm25: BTreeMap<u64, f32> = BTreeMap::new();
         if lexical {
+            let scored = bag_of_words(self.doc_fields.content, &terms);
             let top = doc_searcher.search(
-                &bag_of_words(self.doc_fields.content, &terms),
+                &match &filter {
+                    Some(f) => filtered(scored, f.box_clone()),
+                    None => scored,
+                },
                 &TopDocs::with_limit(limit).order_by_score(),
             )?;
             for (score, address) in top {
@@ -208,7 +231,32 @@ impl SearchIndex {
         }
         let mut candidates: Vec<u64> = doc_bm25.keys().copied().collect();
         if let (Some(dense), Some(q)) = (dense_index, query_vector) {
-            for (ord, _) in dense.search_docs(q, limit)? {
+            // With a filter, look further so that enough nearest pages survive it.
+            let found = dense.search_docs(q, if filter.is_some() { limit * 4 } else { limit })?;
+            let allowed = match &filter {
+                Some(f) => {
+                    let ords = TermSetQuery::new(
+                        found
+                            .iter()
+                            .map(|&(o, _)| Term::from_field_u64(self.doc_fields.ord, o)),
+                    );
+                    let both = BooleanQuery::new(vec![
+                        (Occur::Must, f.box_clone()),
+                        (Occur::Must, Box::new(ords) as Box<dyn Query>),
+                    ]);
+                    Some(doc_searcher.search(&both, &ScoresByKey { key: "ord" })?)
+                }
+                None => None,
+            };
+            let mut taken = 0;
+            for (ord, _) in found {
+                if taken == limit {
+                    break;
+                }
+                if allowed.as_ref().is_some_and(|a| !a.contains_key(&ord)) {
+                    continue;
+                }
+                taken += 1;
                 if !doc_bm25.contains_key(&ord) {
                     candidates.push(ord);
                 }
@@ -217,7 +265,7 @@ impl SearchIndex {
         candidates.sort_unstable();
         candidates.dedup();
         if candidates.is_empty() {
-            return Ok(Vec::new());
+            return Ok(results);
         }
         // Candidates found only by the dense retriever still get their BM25 document score.
         if lexical && candidates.len() > doc_bm25.len() {
@@ -337,7 +385,7 @@ impl SearchIndex {
         if let Some(reranker) = reranker.filter(|_| params.rerank_pool > 0) {
             ranked = self.rerank(
                 &context,
-                query,
+                &query.text,
                 ranked,
                 &by_doc,
                 params.rerank_pool,
@@ -364,7 +412,105 @@ impl SearchIndex {
                 score: r.score,
             });
         }
-        Ok(hits)
+        results.hits = hits;
+        Ok(results)
+    }
+
+    /// The filter the query's operators ask for (`None` without operators), and whether required
+    /// phrases had to be relaxed because no page contains them.
+    fn page_filter(
+        &self,
+        query: &ParsedQuery,
+        searcher: &tantivy::Searcher,
+    ) -> Result<(Option<Box<dyn Query>>, bool), IndexError> {
+        if !query.has_filters() {
+            return Ok((None, false));
+        }
+        let filter = self.filter_query(query)?;
+        if query.requires_phrases() && searcher.search(&*filter, &Count)? == 0 {
+            let relaxed = query.relaxed();
+            if !relaxed.has_filters() {
+                return Ok((None, true));
+            }
+            return Ok((Some(self.filter_query(&relaxed)?), true));
+        }
+        Ok((Some(filter), false))
+    }
+
+    /// Required groups as `Must` (alternatives as `Should`), exclusions as `MustNot`.
+    fn filter_query(&self, query: &ParsedQuery) -> Result<Box<dyn Query>, IndexError> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for group in &query.required {
+            let mut alternatives = Vec::new();
+            for constraint in group {
+                if let Some(q) = self.constraint_query(constraint)? {
+                    alternatives.push((Occur::Should, q));
+                }
+            }
+            match alternatives.len() {
+                0 => {}
+                1 => clauses.push((Occur::Must, alternatives.remove(0).1)),
+                _ => clauses.push((Occur::Must, Box::new(BooleanQuery::new(alternatives)))),
+            }
+        }
+        if clauses.is_empty() {
+            clauses.push((Occur::Must, Box::new(AllQuery)));
+        }
+        for constraint in &query.excluded {
+            if let Some(q) = self.constraint_query(constraint)? {
+                clauses.push((Occur::MustNot, q));
+            }
+        }
+        for word in &query.excluded_words {
+            for term in self.analyze(word) {
+                clauses.push((
+                    Occur::MustNot,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.doc_fields.content, &term),
+                        IndexRecordOption::Basic,
+                    )),
+                ));
+            }
+        }
+        Ok(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// A phrase over the page's title and body (stop words may sit in the gaps), or a host
+    /// suffix match. `None` for a phrase of stop words only, which constrains nothing.
+    fn constraint_query(
+        &self,
+        constraint: &Constraint,
+    ) -> Result<Option<Box<dyn Query>>, IndexError> {
+        Ok(match constraint {
+            Constraint::Phrase(text) => {
+                let terms = crate::analyzer::terms_with_positions(&mut self.analyzer.clone(), text);
+                let first = terms.first().map_or(0, |(p, _)| *p);
+                let terms: Vec<(usize, Term)> = terms
+                    .into_iter()
+                    .map(|(p, t)| {
+                        (
+                            p - first,
+                            Term::from_field_text(self.doc_fields.content, &t),
+                        )
+                    })
+                    .collect();
+                match terms.len() {
+                    0 => None,
+                    1 => Some(Box::new(TermQuery::new(
+                        terms[0].1.clone(),
+                        IndexRecordOption::Basic,
+                    ))),
+                    _ => Some(Box::new(PhraseQuery::new_with_offset(terms))),
+                }
+            }
+            Constraint::Site(host) => {
+                let pattern = format!("(.*\\.)?{}", host.replace('.', "\\.").replace('-', "\\-"));
+                Some(Box::new(RegexQuery::from_pattern(
+                    &pattern,
+                    self.doc_fields.host,
+                )?))
+            }
+        })
     }
 
     /// Scores the pool with the reranker: the first `pool_size` chunks taken, document by
@@ -534,6 +680,14 @@ fn bag_of_words(field: Field, terms: &[String]) -> BooleanQuery {
             })
             .collect(),
     )
+}
+
+/// `scored`, keeping only the pages that pass `filter` (which adds nothing to the score).
+fn filtered(scored: BooleanQuery, filter: Box<dyn Query>) -> BooleanQuery {
+    BooleanQuery::new(vec![
+        (Occur::Must, Box::new(scored) as Box<dyn Query>),
+        (Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))),
+    ])
 }
 
 /// `scored` restricted to the documents of `filter`, which adds nothing to the score.

@@ -111,8 +111,9 @@ fn dense_manifest_and_modes() {
             ..SearchParams::default()
         };
         let hits = index
-            .search(query, Some(&vector), &params, None)
-            .expect("search");
+            .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+            .expect("search")
+            .hits;
         assert_eq!(hits.len(), 10, "{mode:?}");
         assert!(
             hits.windows(2).all(|w| w[0].score >= w[1].score),
@@ -126,8 +127,9 @@ fn dense_manifest_and_modes() {
         assert_eq!(
             hits,
             index
-                .search(query, Some(&vector), &params, None)
+                .search(&stillweb_index::parse(query), Some(&vector), &params, None)
                 .expect("again")
+                .hits
         );
     }
     // Dense mode without a query vector has nothing to go on.
@@ -137,8 +139,9 @@ fn dense_manifest_and_modes() {
     };
     assert!(
         index
-            .search(query, None, &dense_only, None)
+            .search(&stillweb_index::parse(query), None, &dense_only, None)
             .expect("search")
+            .hits
             .is_empty()
     );
     // Another model is refused.
@@ -226,11 +229,13 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
     ] {
         let vector = embedder.embed_queries(&[query]).expect("embed").remove(0);
         let a = revectored
-            .search(query, Some(&vector), &params, None)
-            .expect("a");
+            .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+            .expect("a")
+            .hits;
         let b = direct
-            .search(query, Some(&vector), &params, None)
-            .expect("b");
+            .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+            .expect("b")
+            .hits;
         assert_eq!(a, b, "{query}");
     }
     // The output is refused if it exists; an index without vectors cannot be revectored.

@@ -80,7 +80,10 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
         weights: Mode::Bm25.weights(),
         ..SearchParams::default()
     };
-    let plain = index.search("apple", None, &params, None).expect("plain");
+    let plain = index
+        .search(&stillweb_index::parse("apple"), None, &params, None)
+        .expect("plain")
+        .hits;
     assert_eq!(
         urls(&plain)[..4],
         [
@@ -95,7 +98,7 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
     let mut reranker = Scripted::default();
     let reranked = index
         .search(
-            "apple",
+            &stillweb_index::parse("apple"),
             None,
             &SearchParams {
                 rerank_pool: 8,
@@ -103,7 +106,8 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
             },
             Some(&mut reranker),
         )
-        .expect("reranked");
+        .expect("reranked")
+        .hits;
     assert_eq!(reranker.seen.len(), 8);
     for d in 0..4 {
         let from_doc = reranker
@@ -130,8 +134,14 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
     // A pool of 0 means no reranking: the reranker is not called.
     let mut unused = Scripted::default();
     let same = index
-        .search("apple", None, &params, Some(&mut unused))
-        .expect("no pool");
+        .search(
+            &stillweb_index::parse("apple"),
+            None,
+            &params,
+            Some(&mut unused),
+        )
+        .expect("no pool")
+        .hits;
     assert!(unused.seen.is_empty());
     assert_eq!(urls(&same), urls(&plain));
 }
@@ -148,8 +158,14 @@ fn a_small_pool_reaches_only_the_leading_documents() {
     };
     let mut reranker = Scripted::default();
     let hits = index
-        .search("apple", None, &params, Some(&mut reranker))
-        .expect("search");
+        .search(
+            &stillweb_index::parse("apple"),
+            None,
+            &params,
+            Some(&mut reranker),
+        )
+        .expect("search")
+        .hits;
     // Three chunks: two from document 0, one from document 1; document 3's zebra is never seen.
     assert_eq!(reranker.seen.len(), 3);
     assert!(reranker.seen.iter().all(|p| !p.contains("zebra")));

@@ -47,6 +47,12 @@ pub struct Args {
     /// Most URLs remembered per session; the oldest are forgotten beyond it.
     #[arg(long, env = "STILLWEB_MAX_URLS_PER_SESSION", default_value_t = 10_000)]
     pub max_urls_per_session: usize,
+    /// Transcript entries (searches, visits) kept per session; the oldest are dropped beyond it.
+    #[arg(long, env = "STILLWEB_MAX_EVENTS_PER_SESSION", default_value_t = 1_000)]
+    pub max_events_per_session: usize,
+    /// Most queries in one `POST /v1/search/batch`.
+    #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
+    pub max_batch: usize,
     /// Candidate documents that each stage-1 retriever hands to stage 2.
     #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
     pub candidates: usize,
@@ -93,6 +99,7 @@ pub struct Config {
     pub embedder: PathBuf,
     pub reranker: Option<PathBuf>,
     pub max_rerank_pool: usize,
+    pub max_batch: usize,
     pub provider: ExecutionProvider,
     pub model_threads: usize,
 }
@@ -113,8 +120,12 @@ impl Args {
                 self.candidates
             ));
         }
-        if self.max_sessions == 0 || self.max_urls_per_session == 0 || self.session_ttl_secs == 0 {
-            return Err("session limits (--max-sessions, --max-urls-per-session, --session-ttl-secs) must be positive".into());
+        if self.max_sessions == 0
+            || self.max_urls_per_session == 0
+            || self.max_events_per_session == 0
+            || self.session_ttl_secs == 0
+        {
+            return Err("session limits (--max-sessions, --max-urls-per-session, --max-events-per-session, --session-ttl-secs) must be positive".into());
         }
         if self.rerank_pool == 0 || self.rerank_pool > self.max_rerank_pool {
             return Err(format!(
@@ -141,6 +152,7 @@ impl Args {
                 idle_ttl: Duration::from_secs(self.session_ttl_secs),
                 max_sessions: self.max_sessions,
                 max_urls_per_session: self.max_urls_per_session,
+                max_events_per_session: self.max_events_per_session,
             },
             search: SearchParams {
                 candidates: self.candidates,
@@ -157,6 +169,7 @@ impl Args {
                 .unwrap_or_else(stillweb_models::config::default_embedder_dir),
             reranker: self.reranker,
             max_rerank_pool: self.max_rerank_pool,
+            max_batch: self.max_batch.max(1),
             provider: self.provider,
             model_threads: self.model_threads.max(1),
         })

@@ -18,6 +18,8 @@ pub enum ErrorCode {
     UrlNotSeen,
     /// The URL is not in the corpus.
     UrlNotFound,
+    /// No such session (never used, expired, or ended).
+    SessionNotFound,
     /// No such endpoint.
     RouteNotFound,
     /// The request asks for reranking but the server has no reranker.
@@ -33,12 +35,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The code as it appears in error bodies (`url_not_seen`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 10] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
         ErrorCode::UrlNotFound,
+        ErrorCode::SessionNotFound,
         ErrorCode::RouteNotFound,
         ErrorCode::RerankUnavailable,
         ErrorCode::PayloadTooLarge,
@@ -53,6 +64,7 @@ impl ErrorCode {
             ErrorCode::SessionRequired => StatusCode::BAD_REQUEST,
             ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
             ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -92,26 +104,33 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Inner<'a>,
+/// The error body: `{"error": {"code": ..., "message": ...}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
 }
 
-#[derive(Serialize)]
-struct Inner<'a> {
-    code: ErrorCode,
-    message: &'a str,
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDetail {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn body(self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
-            error: Inner {
-                code: self.code,
-                message: &self.message,
-            },
-        };
-        (self.code.status(), Json(body)).into_response()
+        let status = self.code.status();
+        (status, Json(self.body())).into_response()
     }
 }
 
@@ -126,12 +145,13 @@ mod tests {
             ErrorCode::SessionRequired => 1,
             ErrorCode::UrlNotSeen => 2,
             ErrorCode::UrlNotFound => 3,
-            ErrorCode::RouteNotFound => 4,
-            ErrorCode::RerankUnavailable => 5,
-            ErrorCode::PayloadTooLarge => 6,
-            ErrorCode::Timeout => 7,
-            ErrorCode::NotReady => 8,
-            ErrorCode::Internal => 9,
+            ErrorCode::SessionNotFound => 4,
+            ErrorCode::RouteNotFound => 5,
+            ErrorCode::RerankUnavailable => 6,
+            ErrorCode::PayloadTooLarge => 7,
+            ErrorCode::Timeout => 8,
+            ErrorCode::NotReady => 9,
+            ErrorCode::Internal => 10,
         }
     }
 

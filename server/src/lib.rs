@@ -32,17 +32,29 @@ pub use state::AppState;
 pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/search"),
     ("POST", "/v1/visit"),
+    ("GET", "/v1/sessions/{id}"),
+    ("DELETE", "/v1/sessions/{id}"),
+    ("POST", "/v1/search/batch"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
 ];
 
-/// The router with every endpoint.
+/// The router with every endpoint. The session-aware endpoints are served twice: as they are, and
+/// under `/s/{session}/`, for clients that can only change a base URL.
 pub fn app(state: AppState) -> Router {
-    Router::new()
+    let api: Router<AppState> = Router::new()
         .route(ROUTES[0].1, post(routes::search::search))
         .route(ROUTES[1].1, post(routes::visit::visit))
-        .route(ROUTES[2].1, get(routes::health::healthz))
-        .route(ROUTES[3].1, get(routes::health::readyz))
+        .route(
+            ROUTES[2].1,
+            get(routes::sessions::transcript).delete(routes::sessions::end),
+        )
+        .route(ROUTES[4].1, post(routes::batch::batch));
+    Router::new()
+        .merge(api.clone())
+        .nest("/s/{session}", api)
+        .route(ROUTES[5].1, get(routes::health::healthz))
+        .route(ROUTES[6].1, get(routes::health::readyz))
         .fallback(routes::fallback)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
@@ -106,13 +118,13 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     let mut warm_reranker = reranker.clone();
     let warm = index
         .search(
-            "warm up",
+            &stillweb_index::parse("warm up"),
             warm_vector.as_deref(),
             &config.search,
             warm_reranker.as_mut().map(|r| r as &mut dyn Reranker),
         )
         .context("warm-up query failed")?;
-    info!(results = warm.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
+    info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
     let state = AppState::new(index, config, embedder, reranker)
         .context("cannot start the search thread pool")?;
     state.set_ready(true);

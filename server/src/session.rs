@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
 
 /// Limits of the session store.
 #[derive(Debug, Clone)]
@@ -14,6 +16,8 @@ pub struct SessionLimits {
     pub idle_ttl: Duration,
     pub max_sessions: usize,
     pub max_urls_per_session: usize,
+    /// Transcript entries kept per session; the oldest are dropped (and counted) beyond it.
+    pub max_events_per_session: usize,
 }
 
 impl Default for SessionLimits {
@@ -22,8 +26,61 @@ impl Default for SessionLimits {
             idle_ttl: Duration::from_secs(3600),
             max_sessions: 100_000,
             max_urls_per_session: 10_000,
+            max_events_per_session: 1_000,
         }
     }
+}
+
+/// One entry of a session's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A search and the URLs it showed, in rank order.
+    Search {
+        at: String,
+        query: String,
+        urls: Vec<String>,
+    },
+    /// A visit and how it ended: `ok` or the error code.
+    Visit {
+        at: String,
+        url: String,
+        outcome: String,
+    },
+}
+
+/// What `GET /v1/sessions/{id}` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transcript {
+    pub session: String,
+    pub started: String,
+    pub events: Vec<Event>,
+    /// Events dropped from the front because the transcript reached its limit.
+    pub dropped_events: u64,
+}
+
+/// `t` as an RFC 3339 UTC timestamp with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
 }
 
 /// Longest accepted session id.
@@ -45,6 +102,9 @@ struct Session {
     last_used: Instant,
     /// Position in the LRU order.
     tick: u64,
+    started: SystemTime,
+    events: VecDeque<Event>,
+    dropped_events: u64,
 }
 
 #[derive(Debug, Default)]
@@ -81,7 +141,96 @@ impl SessionStore {
     /// Remembers that `session` was shown `urls` (normalised keys).
     pub fn record(&self, session: &str, urls: impl IntoIterator<Item = String>, now: Instant) {
         let mut inner = self.lock();
+        self.open(&mut inner, session, now);
+        let max_urls = self.limits.max_urls_per_session.max(1);
+        if let Some(s) = inner.sessions.get_mut(session) {
+            for url in urls {
+                if s.seen.insert(url.clone()) {
+                    s.order.push_back(url);
+                    if s.order.len() > max_urls
+                        && let Some(old) = s.order.pop_front()
+                    {
+                        s.seen.remove(&old);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records a search in `session`'s transcript and makes its results visitable: `urls` are
+    /// (as shown, normalised key) pairs in rank order.
+    pub fn record_search(
+        &self,
+        session: &str,
+        query: &str,
+        urls: &[(String, String)],
+        now: Instant,
+        at: SystemTime,
+    ) {
+        self.record(session, urls.iter().map(|(_, key)| key.clone()), now);
+        self.log(
+            session,
+            Event::Search {
+                at: rfc3339(at),
+                query: query.to_string(),
+                urls: urls.iter().map(|(shown, _)| shown.clone()).collect(),
+            },
+        );
+    }
+
+    /// Records a visit attempt in the transcript of `session`, if the session exists.
+    pub fn record_visit(&self, session: &str, url: &str, outcome: &str, at: SystemTime) {
+        self.log(
+            session,
+            Event::Visit {
+                at: rfc3339(at),
+                url: url.to_string(),
+                outcome: outcome.to_string(),
+            },
+        );
+    }
+
+    fn log(&self, session: &str, event: Event) {
+        let max = self.limits.max_events_per_session.max(1);
+        let mut inner = self.lock();
+        if let Some(s) = inner.sessions.get_mut(session) {
+            s.events.push_back(event);
+            while s.events.len() > max {
+                s.events.pop_front();
+                s.dropped_events += 1;
+            }
+        }
+    }
+
+    /// The session's transcript, if it is alive. Reading it counts as activity.
+    pub fn transcript(&self, session: &str, now: Instant) -> Option<Transcript> {
+        let mut inner = self.lock();
         self.expire(&mut inner, now);
+        touch(&mut inner, session, now);
+        inner.sessions.get(session).map(|s| Transcript {
+            session: session.to_string(),
+            started: rfc3339(s.started),
+            events: s.events.iter().cloned().collect(),
+            dropped_events: s.dropped_events,
+        })
+    }
+
+    /// Ends `session`: forgets what it saw and its transcript. False if it did not exist.
+    pub fn end(&self, session: &str, now: Instant) -> bool {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        match inner.sessions.remove(session) {
+            Some(s) => {
+                inner.lru.remove(&(s.tick, session.to_string()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Creates `session` if needed (evicting the least recently used at capacity) and touches it.
+    fn open(&self, inner: &mut Inner, session: &str, now: Instant) {
+        self.expire(inner, now);
         if !inner.sessions.contains_key(session) {
             while inner.sessions.len() >= self.limits.max_sessions.max(1) {
                 let Some((_, oldest)) = inner.lru.pop_first() else {
@@ -96,23 +245,13 @@ impl SessionStore {
                     order: VecDeque::new(),
                     last_used: now,
                     tick: 0,
+                    started: SystemTime::now(),
+                    events: VecDeque::new(),
+                    dropped_events: 0,
                 },
             );
         }
-        touch(&mut inner, session, now);
-        let max_urls = self.limits.max_urls_per_session.max(1);
-        if let Some(s) = inner.sessions.get_mut(session) {
-            for url in urls {
-                if s.seen.insert(url.clone()) {
-                    s.order.push_back(url);
-                    if s.order.len() > max_urls
-                        && let Some(old) = s.order.pop_front()
-                    {
-                        s.seen.remove(&old);
-                    }
-                }
-            }
-        }
+        touch(inner, session, now);
     }
 
     /// Whether `session` has been shown `url` (a normalised key). Counts as activity.
@@ -174,7 +313,52 @@ mod tests {
             idle_ttl: Duration::from_secs(ttl),
             max_sessions,
             max_urls_per_session: max_urls,
+            max_events_per_session: 3,
         })
+    }
+
+    #[test]
+    fn transcripts_record_searches_and_visits_in_order_and_end() {
+        let s = store(60, 10, 10);
+        let t = Instant::now();
+        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_460_800_123);
+        let shown = [("https://a.org/X".to_string(), "https://a.org/X".to_string())];
+        s.record_search("e", "first query", &shown, t, at);
+        s.record_visit("e", "https://a.org/X", "ok", at);
+        s.record_visit("nobody", "https://a.org/X", "url_not_seen", at);
+        let transcript = s.transcript("e", t).expect("alive");
+        assert_eq!(transcript.events.len(), 2);
+        assert_eq!(
+            transcript.events[0],
+            Event::Search {
+                at: "2025-11-30T00:00:00.123Z".into(),
+                query: "first query".into(),
+                urls: vec!["https://a.org/X".into()],
+            }
+        );
+        assert!(
+            s.transcript("nobody", t).is_none(),
+            "visits do not create sessions"
+        );
+        // Bounded: the oldest entries go first, and are counted.
+        for i in 0..3 {
+            s.record_visit("e", &format!("u{i}"), "ok", at);
+        }
+        let transcript = s.transcript("e", t).expect("alive");
+        assert_eq!(transcript.events.len(), 3);
+        assert_eq!(transcript.dropped_events, 2);
+        assert!(s.end("e", t));
+        assert!(!s.end("e", t));
+        assert!(s.transcript("e", t).is_none());
+        assert!(!s.has_seen("e", "https://a.org/X", t));
+    }
+
+    #[test]
+    fn rfc3339_formats_civil_dates() {
+        let at = |secs: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_796_044_721), "2026-11-30T13:18:41.000Z");
     }
 
     #[test]

@@ -55,7 +55,20 @@ async fn call(
     path: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let request = Request::builder().method(method).uri(path);
+    call_with(state, method, path, &[], body).await
+}
+
+async fn call_with(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
     let request = match body {
         Some(b) => request
             .header("content-type", "application/json")
@@ -488,5 +501,296 @@ fn server_refuses_a_reranker_that_is_not_one() {
         stderr.contains("loading the reranker from")
             && stderr.contains("expected cross-encoder or qwen3-reranker"),
         "{stderr}"
+    );
+}
+
+/// Result URLs of a search, recorded for `session` so that the test can visit them.
+async fn result_urls(s: &AppState, query: &str, session: &str) -> (Vec<String>, Value) {
+    let (status, body) = call(
+        s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": query, "k": 10, "session": session})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{query}: {body}");
+    let urls = body["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["url"].as_str().expect("url").to_string())
+        .collect();
+    (urls, body)
+}
+
+async fn page_text(s: &AppState, url: &str, session: &str) -> String {
+    let (status, page) = call(
+        s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": url, "session": session})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{url}");
+    format!(
+        "{}\n{}",
+        page["title"].as_str().unwrap_or_default(),
+        page["text"].as_str().unwrap_or_default()
+    )
+    .to_lowercase()
+}
+
+/// Web operators on the samples index (the fabricated pages are near-duplicates that differ in
+/// one fact, which makes phrases and exclusions observable).
+#[tokio::test]
+async fn web_query_operators() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let gold = "https://techbrief.example/2022/news-drekev-labs-program-update-0";
+
+    // "Biakol fellowship" occurs in exactly one page: it is the only result.
+    let (urls, body) = result_urls(&s, r#""Biakol fellowship" apprentices training"#, "q1").await;
+    assert_eq!(urls, [gold], "{body}");
+    assert_eq!(body["relaxed"], false);
+
+    // A phrase no page contains is relaxed to words, and the response says so.
+    let (urls, body) = result_urls(&s, r#""Drekev Labs founded the Zzyzx fellowship""#, "q2").await;
+    assert_eq!(body["relaxed"], true);
+    assert!(!urls.is_empty());
+
+    // OR between phrases: pages with either; five pages say "Maban fellowship".
+    let (urls, _) = result_urls(&s, r#""Biakol fellowship" OR "Maban fellowship""#, "q3").await;
+    assert_eq!(urls.len(), 6, "{urls:?}");
+    for url in &urls {
+        let text = page_text(&s, url, "q3").await;
+        assert!(
+            text.contains("biakol fellowship") || text.contains("maban fellowship"),
+            "{url}"
+        );
+    }
+
+    // -term drops every page that mentions it.
+    let (urls, _) = result_urls(&s, "Drekev Labs fellowship -Brno", "q4").await;
+    assert!(!urls.is_empty());
+    for url in &urls {
+        assert!(!page_text(&s, url, "q4").await.contains("brno"), "{url}");
+    }
+    assert!(page_text(&s, &urls[0], "q4").await.contains("drekev"));
+
+    // site: matches the host and its subdomains; -site: excludes them.
+    let (urls, _) = result_urls(&s, "Drekev Labs site:techbrief.example", "q5").await;
+    assert!(!urls.is_empty());
+    assert!(
+        urls.iter()
+            .all(|u| u.starts_with("https://techbrief.example/")),
+        "{urls:?}"
+    );
+    let (urls, _) = result_urls(&s, "anarchism site:wikipedia.org", "q6").await;
+    assert!(!urls.is_empty());
+    assert!(
+        urls.iter()
+            .all(|u| u.starts_with("https://en.wikipedia.org/")),
+        "{urls:?}"
+    );
+    let (urls, _) = result_urls(&s, "anarchism -site:wikipedia.org", "q7").await;
+    assert!(
+        urls.iter().all(|u| !u.contains("wikipedia.org")),
+        "{urls:?}"
+    );
+
+    // Operators only, no words: nothing to rank.
+    let (urls, _) = result_urls(&s, "site:wikipedia.org", "q8").await;
+    assert!(urls.is_empty());
+}
+
+/// The session may come as a body field, a header or a path prefix, on every endpoint; the
+/// transcript records what happened, and ending the session forgets it.
+#[tokio::test]
+async fn sessions_by_body_header_or_path_with_transcripts() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let anarchism = "https://en.wikipedia.org/wiki/Anarchism";
+    let header = [("x-session-id", "by-header")];
+
+    // Header.
+    let (status, body) = call_with(
+        &s,
+        "POST",
+        "/v1/search",
+        &header,
+        Some(json!({"query": "Anarchism", "k": 3})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["results"][0]["url"], anarchism);
+    let (status, _) = call_with(
+        &s,
+        "POST",
+        "/v1/visit",
+        &header,
+        Some(json!({"url": anarchism})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // The same session by body field sees the same URLs.
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": anarchism, "session": "by-header"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Path prefix: the base URL is /s/by-path.
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/s/by-path/v1/search",
+        Some(json!({"query": "Anarchism", "k": 3})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/s/by-path/v1/visit",
+        Some(json!({"url": anarchism})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/s/other/v1/visit",
+        Some(json!({"url": anarchism})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "url_not_seen")
+    );
+
+    // Two different sessions in one request.
+    let (status, body) = call_with(
+        &s,
+        "POST",
+        "/s/by-path/v1/visit",
+        &header,
+        Some(json!({"url": anarchism})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("conflicting sessions")
+    );
+
+    // Transcript: the search with its URLs, then each visit with its outcome.
+    let (status, transcript) = call(&s, "GET", "/v1/sessions/by-path", None).await;
+    assert_eq!(status, StatusCode::OK, "{transcript}");
+    let events = transcript["events"].as_array().expect("events");
+    assert_eq!(events.len(), 2, "{transcript}");
+    assert_eq!(events[0]["type"], "search");
+    assert_eq!(events[0]["query"], "Anarchism");
+    assert_eq!(events[0]["urls"][0], anarchism);
+    assert_eq!(
+        (events[1]["type"].as_str(), events[1]["outcome"].as_str()),
+        (Some("visit"), Some("ok"))
+    );
+    assert!(events[0]["at"].as_str().expect("at").ends_with('Z'));
+    let (_, same) = call(&s, "GET", "/s/x/v1/sessions/by-path", None).await;
+    assert_eq!(same["events"], transcript["events"]);
+
+    // Ending the session forgets it.
+    let (status, _) = call(&s, "DELETE", "/v1/sessions/by-path", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = call(&s, "GET", "/v1/sessions/by-path", None).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::NOT_FOUND, "session_not_found")
+    );
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/s/by-path/v1/visit",
+        Some(json!({"url": anarchism})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "url_not_seen")
+    );
+    let (status, _) = call(&s, "DELETE", "/v1/sessions/by-path", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(&s, "GET", "/v1/sessions/bad%20id", None).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+    );
+}
+
+#[tokio::test]
+async fn batch_answers_each_query_in_order() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &["--max-batch", "4"]);
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search/batch",
+        Some(json!({"session": "batch", "queries": [
+            {"query": "Anarchism", "k": 2},
+            {"query": "x", "k": 99},
+            {"query": "\"Biakol fellowship\""}
+        ]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let responses = body["responses"].as_array().expect("responses");
+    assert_eq!(responses.len(), 3);
+    assert_eq!(
+        responses[0]["results"][0]["url"],
+        "https://en.wikipedia.org/wiki/Anarchism"
+    );
+    assert_eq!(responses[0]["results"].as_array().expect("r").len(), 2);
+    assert_eq!(code(&responses[1]), "invalid_request");
+    assert_eq!(
+        responses[2]["results"][0]["url"],
+        "https://techbrief.example/2022/news-drekev-labs-program-update-0"
+    );
+    // Identical to the single searches, and the session saw every result.
+    let (_, single) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "k": 2})),
+    )
+    .await;
+    assert_eq!(single, responses[0]);
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": "https://techbrief.example/2022/news-drekev-labs-program-update-0", "session": "batch"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, transcript) = call(&s, "GET", "/v1/sessions/batch", None).await;
+    assert_eq!(
+        transcript["events"].as_array().expect("events").len(),
+        3,
+        "{transcript}"
+    );
+
+    let too_many = json!({"queries": vec![json!({"query": "a"}); 5]});
+    let (status, body) = call(&s, "POST", "/v1/search/batch", Some(too_many)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("1 to 4 queries")
     );
 }

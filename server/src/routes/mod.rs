@@ -1,11 +1,14 @@
 //! HTTP handlers, one module per endpoint group.
 
+pub mod batch;
 pub mod health;
 pub mod search;
+pub mod sessions;
 pub mod visit;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 
 use crate::error::{ApiError, ErrorCode};
@@ -46,6 +49,66 @@ pub async fn fallback(uri: Uri) -> ApiError {
             uri.path()
         ),
     )
+}
+
+/// Header that carries the session for clients that cannot add a body field.
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// The session as the URL path (`/s/{session}/...`) and the `X-Session-Id` header give it; a
+/// handler combines them with its body field through [`SessionSources::resolve`].
+#[derive(Debug, Clone, Default)]
+pub struct SessionSources {
+    path: Option<String>,
+    header: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let path = RawPathParams::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|params| {
+                params
+                    .iter()
+                    .find(|(name, _)| *name == "session")
+                    .map(|(_, value)| value.to_string())
+            });
+        let header = match parts.headers.get(SESSION_HEADER) {
+            None => None,
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .map_err(|_| ApiError::invalid("`X-Session-Id` is not valid text"))?
+                    .to_string(),
+            ),
+        };
+        Ok(SessionSources { path, header })
+    }
+}
+
+impl SessionSources {
+    /// The one session the request names (body field, header or path prefix), validated; an
+    /// error if they name different sessions.
+    pub fn resolve(&self, body: Option<&str>) -> Result<Option<String>, ApiError> {
+        let named: Vec<(&str, &str)> = [
+            ("body field `session`", body),
+            ("header `X-Session-Id`", self.header.as_deref()),
+            ("path prefix `/s/{session}`", self.path.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(source, id)| id.map(|id| (source, id)))
+        .collect();
+        if let Some((first_source, first)) = named.first()
+            && let Some((other_source, other)) = named.iter().find(|(_, id)| id != first)
+        {
+            return Err(ApiError::invalid(format!(
+                "conflicting sessions: {first_source} says `{first}`, {other_source} says `{other}`"
+            )));
+        }
+        Ok(check_session(named.first().map(|(_, id)| *id))?.map(str::to_string))
+    }
 }
 
 /// Checks an optional session id from a request.

@@ -1,15 +1,15 @@
 //! `POST /v1/search`: web_search.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
-use stillweb_index::{Hit, SearchParams};
+use stillweb_index::{ParsedQuery, SearchParams, SearchResults, parse};
 use stillweb_models::Reranker;
 
-use super::{ApiJson, check_session};
+use super::{ApiJson, SessionSources};
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
@@ -45,6 +45,8 @@ pub struct SearchResult {
 #[derive(Debug, Serialize)]
 pub struct SearchResponse {
     pub results: Vec<SearchResult>,
+    /// A quoted phrase occurred in no page, so it was searched as plain words.
+    pub relaxed: bool,
     /// Whether a cross-encoder reordered the leading results.
     pub reranked: bool,
     /// Build id of the index that answered.
@@ -53,9 +55,38 @@ pub struct SearchResponse {
 
 pub async fn search(
     State(state): State<AppState>,
+    sources: SessionSources,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let session = check_session(request.session.as_deref())?.map(str::to_string);
+    let session = sources.resolve(request.session.as_deref())?;
+    let query = Query {
+        query: request.query,
+        k: request.k,
+        rerank: request.rerank,
+        rerank_pool: request.rerank_pool,
+    };
+    answer(&state, session.as_deref(), query).await.map(Json)
+}
+
+/// One query's parameters, as a search or a batch entry gives them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    pub query: String,
+    #[serde(default)]
+    pub k: Option<i64>,
+    #[serde(default)]
+    pub rerank: Option<bool>,
+    #[serde(default)]
+    pub rerank_pool: Option<i64>,
+}
+
+/// Validates and runs one query; with a session, records it and makes its results visitable.
+pub async fn answer(
+    state: &AppState,
+    session: Option<&str>,
+    request: Query,
+) -> Result<SearchResponse, ApiError> {
     let query = request.query.trim().to_string();
     if query.is_empty() {
         return Err(ApiError::invalid("`query` is empty"));
@@ -75,18 +106,21 @@ pub async fn search(
     }
     let params = SearchParams {
         k: usize::try_from(k).unwrap_or(1),
-        rerank_pool: rerank_pool(&state, request.rerank, request.rerank_pool)?,
+        rerank_pool: rerank_pool(state, request.rerank, request.rerank_pool)?,
         ..state.config.search.clone()
     };
     let reranked = params.rerank_pool > 0;
-    let hits = run_search(&state, query, params).await?;
-    if let Some(session) = &session {
-        let keys = hits.iter().filter_map(|h| normalize_url(&h.url).ok());
+    let SearchResults { hits, relaxed } = run_search(state, parse(&query), params).await?;
+    if let Some(session) = session {
+        let shown: Vec<(String, String)> = hits
+            .iter()
+            .filter_map(|h| normalize_url(&h.url).ok().map(|key| (h.url.clone(), key)))
+            .collect();
         state
             .sessions
-            .record(session, keys.collect::<Vec<_>>(), Instant::now());
+            .record_search(session, &query, &shown, Instant::now(), SystemTime::now());
     }
-    Ok(Json(SearchResponse {
+    Ok(SearchResponse {
         results: hits
             .into_iter()
             .enumerate()
@@ -98,9 +132,10 @@ pub async fn search(
                 snippet: h.snippet,
             })
             .collect(),
+        relaxed,
         reranked,
         index: state.build_id().to_string(),
-    }))
+    })
 }
 
 /// The request's rerank pool: 0 when not reranking; an error when it asks for a reranker the
@@ -133,19 +168,19 @@ fn rerank_pool(
 /// Runs one search on the search pool, bounded by the request timeout.
 pub async fn run_search(
     state: &AppState,
-    query: String,
+    query: ParsedQuery,
     params: SearchParams,
-) -> Result<Vec<Hit>, ApiError> {
+) -> Result<SearchResults, ApiError> {
     let index = state.index.clone();
     let embedder = state.embedder.clone();
     let mut reranker = state.reranker.clone();
     let work = state.pool.run(move || {
         let vector = match &embedder {
-            Some(e) => e
-                .embed_queries(vec![query.clone()])
+            Some(e) if !query.text.trim().is_empty() => e
+                .embed_queries(vec![query.text.clone()])
                 .map_err(ApiError::internal)?
                 .pop(),
-            None => None,
+            _ => None,
         };
         index
             .search(

@@ -1,13 +1,13 @@
 //! `POST /v1/visit`: visit_web, limited to URLs the session has been shown.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 
-use super::{ApiJson, check_session};
+use super::{ApiJson, SessionSources};
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
@@ -29,15 +29,34 @@ pub struct VisitResponse {
 
 pub async fn visit(
     State(state): State<AppState>,
+    sources: SessionSources,
     ApiJson(request): ApiJson<VisitRequest>,
 ) -> Result<Json<VisitResponse>, ApiError> {
-    let Some(session) = check_session(request.session.as_deref())?.map(str::to_string) else {
+    let Some(session) = sources.resolve(request.session.as_deref())? else {
         return Err(ApiError::new(
             ErrorCode::SessionRequired,
-            "visits need the `session` whose search results showed the URL",
+            "visits need the session whose search results showed the URL (body field `session`, \
+             header `X-Session-Id` or path prefix `/s/{session}`)",
         ));
     };
-    let key = normalize_url(&request.url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
+    let result = visit_page(&state, &session, &request.url).await;
+    let outcome = match &result {
+        Ok(_) => "ok".to_string(),
+        Err(e) => e.code.name(),
+    };
+    state
+        .sessions
+        .record_visit(&session, &request.url, &outcome, SystemTime::now());
+    result.map(Json)
+}
+
+/// The page at `url`, if it is in the corpus and `session` was shown it.
+pub async fn visit_page(
+    state: &AppState,
+    session: &str,
+    url: &str,
+) -> Result<VisitResponse, ApiError> {
+    let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
     let index = state.index.clone();
     let lookup_key = key.clone();
     let doc = state
@@ -47,22 +66,21 @@ pub async fn visit(
     let Some(doc) = doc else {
         return Err(ApiError::new(
             ErrorCode::UrlNotFound,
-            format!("{} is not in this corpus", request.url),
+            format!("{url} is not in this corpus"),
         ));
     };
-    if !state.sessions.has_seen(&session, &key, Instant::now()) {
+    if !state.sessions.has_seen(session, &key, Instant::now()) {
         return Err(ApiError::new(
             ErrorCode::UrlNotSeen,
             format!(
-                "{} was not in any search result shown to session `{session}`; search for it first",
-                request.url
+                "{url} was not in any search result shown to session `{session}`; search for it first"
             ),
         ));
     }
-    Ok(Json(VisitResponse {
+    Ok(VisitResponse {
         title: doc.title,
         url: doc.url,
         date: doc.date,
         text: doc.text,
-    }))
+    })
 }
