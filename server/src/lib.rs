@@ -4,6 +4,7 @@
 //! [`app`] builds the router from an [`AppState`], so tests can drive the whole API in process;
 //! [`run`] opens the index, warms it up, binds, and serves until SIGINT/SIGTERM.
 
+pub mod compat;
 pub mod config;
 pub mod error;
 mod pool;
@@ -27,8 +28,9 @@ use tracing::info;
 pub use config::{Args, Config};
 pub use state::AppState;
 
-/// Every (method, path) that [`app`] serves; `openapi.yaml` must describe exactly these (a test
-/// checks both directions and that each is routed).
+/// Every (method, path) that [`app`] serves, as `openapi.yaml` writes it; the description must
+/// list exactly these (a test checks both directions and that each is routed). `GET /mcp` is
+/// routed too, to answer 405 (no event stream).
 pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/search"),
     ("POST", "/v1/visit"),
@@ -37,6 +39,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/search/batch"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
+    ("POST", "/retrieve"),
+    ("POST", "/search-r1/retrieve"),
+    ("POST", "/serper/search"),
+    ("GET", "/brave/res/v1/web/search"),
+    ("POST", "/tavily/search"),
+    ("POST", "/tavily/extract"),
+    ("POST", "/exa/search"),
+    ("POST", "/exa/contents"),
+    ("GET", "/jina/{url}"),
+    ("POST", "/mcp"),
+    ("DELETE", "/mcp"),
 ];
 
 /// The router with every endpoint. The session-aware endpoints are served twice: as they are, and
@@ -49,7 +62,23 @@ pub fn app(state: AppState) -> Router {
             ROUTES[2].1,
             get(routes::sessions::transcript).delete(routes::sessions::end),
         )
-        .route(ROUTES[4].1, post(routes::batch::batch));
+        .route(ROUTES[4].1, post(routes::batch::batch))
+        .route(ROUTES[7].1, post(compat::search_r1::retrieve))
+        .route(ROUTES[8].1, post(compat::search_r1::retrieve))
+        .route(ROUTES[9].1, post(compat::serper::search))
+        .route(ROUTES[10].1, get(compat::brave::search))
+        .route(ROUTES[11].1, post(compat::tavily::search))
+        .route(ROUTES[12].1, post(compat::tavily::extract))
+        .route(ROUTES[13].1, post(compat::exa::search))
+        .route(ROUTES[14].1, post(compat::exa::contents))
+        // `/jina/{url}` in the API description; the URL may hold slashes, hence the wildcard.
+        .route("/jina/{*url}", get(compat::jina::read))
+        .route(
+            ROUTES[16].1,
+            post(compat::mcp::post)
+                .get(compat::mcp::get)
+                .delete(compat::mcp::delete),
+        );
     Router::new()
         .merge(api.clone())
         .nest("/s/{session}", api)

@@ -1,47 +1,18 @@
 //! The API over a real index built from the shared samples: in process through `app()` for error
 //! bodies and session rules, and as the real binary on a loopback port for the end-to-end flow.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::Command;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use clap::Parser;
 use serde_json::{Value, json};
 use stillweb_server::{AppState, Args, app, prepare};
+use support::{samples_index, spawn_server};
 use tower::ServiceExt;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The samples index, built once per test binary; `None` (with a message) without shared data.
-fn samples_index() -> Option<&'static Path> {
-    static INDEX: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
-    INDEX
-        .get_or_init(|| {
-            let shared = std::env::var_os("STILLWEB_SHARED_DATA")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("../shared/data"));
-            if !shared.is_dir() {
-                eprintln!("SKIPPED: shared data folder {} not found", shared.display());
-                return None;
-            }
-            let dir = tempfile::tempdir().expect("tempdir");
-            let out = dir.path().join("samples");
-            let corpus = stillweb_corpus::manifest::CorpusManifest::load(
-                &repo().join("corpus-manifests/samples.toml"),
-            )
-            .expect("manifest");
-            stillweb_index::build_index(&corpus, &out, &stillweb_index::BuildOptions::default())
-                .expect("build");
-            Some((dir, out))
-        })
-        .as_ref()
-        .map(|(_, p)| p.as_path())
-}
 
 fn state(index: &Path, extra: &[&str]) -> AppState {
     let mut args = vec!["stillweb-server", "--index", index.to_str().expect("path")];
@@ -248,31 +219,6 @@ async fn identical_searches_are_byte_identical() {
         let (_, again) = call(&s, "POST", "/v1/search", Some(query.clone())).await;
         assert_eq!(again.to_string(), first.to_string());
     }
-}
-
-/// Starts the real binary on port 0 and returns it with its base URL.
-fn spawn_server(index: &Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args([
-            "--index",
-            index.to_str().expect("path"),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn server");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read line");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    (child, url)
 }
 
 #[test]

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
-use stillweb_index::{ParsedQuery, SearchParams, SearchResults, parse};
+use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 use stillweb_models::Reranker;
 
 use super::{ApiJson, SessionSources};
@@ -40,6 +40,8 @@ pub struct SearchResult {
     pub url: String,
     pub date: String,
     pub snippet: String,
+    /// The ranking score: comparable within one response only.
+    pub score: f32,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,12 +83,48 @@ pub struct Query {
     pub rerank_pool: Option<i64>,
 }
 
-/// Validates and runs one query; with a session, records it and makes its results visitable.
+/// Validates and runs one query and returns the native response.
 pub async fn answer(
     state: &AppState,
     session: Option<&str>,
     request: Query,
 ) -> Result<SearchResponse, ApiError> {
+    let answer = answer_hits(state, session, request).await?;
+    Ok(SearchResponse {
+        results: answer
+            .hits
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| SearchResult {
+                rank: i + 1,
+                title: h.title,
+                url: h.url,
+                date: h.date,
+                snippet: h.snippet,
+                score: h.score,
+            })
+            .collect(),
+        relaxed: answer.relaxed,
+        reranked: answer.reranked,
+        index: state.build_id().to_string(),
+    })
+}
+
+/// A search's ranked pages, before any API's response shape is applied.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub hits: Vec<Hit>,
+    pub relaxed: bool,
+    pub reranked: bool,
+}
+
+/// Validates and runs one query; with a session, records it and makes its results visitable.
+/// Every search endpoint, native or compatible, goes through here.
+pub async fn answer_hits(
+    state: &AppState,
+    session: Option<&str>,
+    request: Query,
+) -> Result<Answer, ApiError> {
     let query = request.query.trim().to_string();
     if query.is_empty() {
         return Err(ApiError::invalid("`query` is empty"));
@@ -120,21 +158,10 @@ pub async fn answer(
             .sessions
             .record_search(session, &query, &shown, Instant::now(), SystemTime::now());
     }
-    Ok(SearchResponse {
-        results: hits
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| SearchResult {
-                rank: i + 1,
-                title: h.title,
-                url: h.url,
-                date: h.date,
-                snippet: h.snippet,
-            })
-            .collect(),
+    Ok(Answer {
+        hits,
         relaxed,
         reranked,
-        index: state.build_id().to_string(),
     })
 }
 

@@ -1,0 +1,261 @@
+//! MCP over streamable HTTP at `/mcp`: JSON-RPC requests by `POST`, answered with
+//! `application/json` (no server-initiated stream, so `GET` is 405). Tools: `web_search` and
+//! `visit_web`. The MCP session (`Mcp-Session-Id`, assigned at `initialize`) is the stillweb
+//! session, so a visit obeys the seen-URL rule of the same MCP session; with a `/s/{session}/mcp`
+//! URL the session is that one. `DELETE /mcp` ends it. Tool failures (an unseen URL, a bad
+//! argument) are tool results with `isError: true`, as the protocol asks, not JSON-RPC errors.
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::routes::SessionSources;
+use crate::routes::search::{Query, answer_hits};
+use crate::routes::visit::visit_page;
+use crate::state::AppState;
+
+/// Protocol revisions this endpoint speaks; the newest is offered when the client's is unknown.
+const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+const SESSION_HEADER: &str = "mcp-session-id";
+
+fn rpc_error(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+fn tools() -> Value {
+    json!([
+        {
+            "name": "web_search",
+            "description": "Search the web (a frozen corpus). Supports \"exact phrases\", site:host, -word and OR. Returns ranked results with title, URL, date and a snippet; their URLs can then be read with visit_web.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to search for."},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of results (default 10)."}
+                },
+                "required": ["query"]
+            }
+        },
+        {
+            "name": "visit_web",
+            "description": "Read the full text of a page that an earlier web_search in this session returned.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"url": {"type": "string", "description": "A URL from a search result."}},
+                "required": ["url"]
+            }
+        }
+    ])
+}
+
+fn tool_result(text: String, is_error: bool, structured: Option<Value>) -> Value {
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": is_error});
+    if let Some(s) = structured {
+        result["structuredContent"] = s;
+    }
+    result
+}
+
+/// A fresh session id for an `initialize` without one.
+fn new_session_id() -> String {
+    format!("mcp-{}", super::request_id())
+}
+
+pub async fn post(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(rpc_error(Value::Null, -32700, format!("parse error: {e}"))),
+            )
+                .into_response();
+        }
+    };
+    let header_session = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let path_session = sources.resolve(None).ok().flatten();
+    let mut session = header_session.or(path_session);
+
+    let messages = match &message {
+        Value::Array(items) => items.clone(),
+        single => vec![single.clone()],
+    };
+    let mut replies = Vec::new();
+    for m in messages {
+        let method = m.get("method").and_then(Value::as_str).unwrap_or_default();
+        let Some(id) = m.get("id").cloned() else {
+            continue; // a notification (initialized, cancelled...) or a response: nothing to say
+        };
+        if method == "initialize" && session.is_none() {
+            session = Some(new_session_id());
+        }
+        replies.push(handle(&state, session.as_deref(), method, id, m.get("params")).await);
+    }
+    if replies.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let body = if message.is_array() {
+        Value::Array(replies)
+    } else {
+        replies.remove(0)
+    };
+    let mut response = Json(body).into_response();
+    if let Some(s) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, s);
+    }
+    response
+}
+
+async fn handle(
+    state: &AppState,
+    session: Option<&str>,
+    method: &str,
+    id: Value,
+    params: Option<&Value>,
+) -> Value {
+    let result = match method {
+        "initialize" => {
+            let asked = params
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let version = PROTOCOL_VERSIONS
+                .iter()
+                .find(|v| **v == asked)
+                .unwrap_or(&PROTOCOL_VERSIONS[0]);
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "stillweb", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "web_search finds pages in a frozen web corpus; visit_web reads a page a search in this session returned."
+            })
+        }
+        "ping" => json!({}),
+        "tools/list" => json!({"tools": tools()}),
+        "tools/call" => {
+            let name = params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let arguments = params
+                .and_then(|p| p.get("arguments"))
+                .cloned()
+                .unwrap_or(json!({}));
+            match name {
+                "web_search" => web_search(state, session, &arguments).await,
+                "visit_web" => visit_web(state, session, &arguments).await,
+                other => {
+                    return rpc_error(id, -32602, format!("unknown tool `{other}`"));
+                }
+            }
+        }
+        other => return rpc_error(id, -32601, format!("method `{other}` not found")),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+async fn web_search(state: &AppState, session: Option<&str>, arguments: &Value) -> Value {
+    let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+        return tool_result("`query` (a string) is required".into(), true, None);
+    };
+    let request = Query {
+        query: query.to_string(),
+        k: arguments.get("k").and_then(Value::as_i64),
+        rerank: None,
+        rerank_pool: None,
+    };
+    match answer_hits(state, session, request).await {
+        Ok(answer) => {
+            let mut text = String::new();
+            for (i, h) in answer.hits.iter().enumerate() {
+                text.push_str(&format!(
+                    "{}. {}\nURL: {}\nDate: {}\n{}\n\n",
+                    i + 1,
+                    h.title,
+                    h.url,
+                    h.date,
+                    h.snippet
+                ));
+            }
+            if answer.hits.is_empty() {
+                text.push_str("No results.");
+            }
+            let results: Vec<Value> = answer
+                .hits
+                .iter()
+                .map(|h| json!({"title": h.title, "url": h.url, "date": h.date, "snippet": h.snippet}))
+                .collect();
+            tool_result(
+                text.trim_end().to_string(),
+                false,
+                Some(json!({"results": results})),
+            )
+        }
+        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+    }
+}
+
+async fn visit_web(state: &AppState, session: Option<&str>, arguments: &Value) -> Value {
+    let Some(url) = arguments.get("url").and_then(Value::as_str) else {
+        return tool_result("`url` (a string) is required".into(), true, None);
+    };
+    let Some(session) = session else {
+        return tool_result(
+            "session_required: initialize an MCP session first".into(),
+            true,
+            None,
+        );
+    };
+    let page = visit_page(state, session, url).await;
+    let outcome = page
+        .as_ref()
+        .map_or_else(|e| e.code.name(), |_| "ok".into());
+    state
+        .sessions
+        .record_visit(session, url, &outcome, std::time::SystemTime::now());
+    match page {
+        Ok(p) => tool_result(
+            format!(
+                "Title: {}\nURL: {}\nDate: {}\n\n{}",
+                p.title, p.url, p.date, p.text
+            ),
+            false,
+            None,
+        ),
+        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+    }
+}
+
+/// `GET /mcp`: this server opens no server-to-client stream.
+pub async fn get() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [("allow", "POST, DELETE")],
+        "this MCP endpoint answers POSTed JSON-RPC with JSON and opens no event stream",
+    )
+        .into_response()
+}
+
+/// `DELETE /mcp`: ends the MCP session (and the stillweb session it is).
+pub async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        Some(session) => {
+            state.sessions.end(session, Instant::now());
+            StatusCode::OK.into_response()
+        }
+        None => (StatusCode::BAD_REQUEST, "Mcp-Session-Id header required").into_response(),
+    }
+}

@@ -1,0 +1,102 @@
+//! The compatible endpoints driven by the real client libraries (tavily-python, exa-py, the MCP
+//! Python SDK) and documented requests, and a schemathesis run of `openapi.yaml`, all against the
+//! real binary on a loopback port. The Python side lives in `tests/clients/`; its environment is
+//! made by `scripts/client-venv` (which `scripts/test` runs first).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+
+use support::{repo, samples_index, spawn_server};
+
+/// The client environment's python, or `None` (a failure under CI) when it was not made.
+fn client_python() -> Option<PathBuf> {
+    let cache = std::env::var_os("STILLWEB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
+    let python = cache.join("venv-clients/bin/python");
+    if python.is_file() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: .ci/run must run scripts/client-venv",
+        python.display()
+    );
+    eprintln!("SKIPPED: no client environment; run scripts/client-venv");
+    None
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn real_client_libraries_and_documented_requests() {
+    let Some(index) = samples_index() else { return };
+    let Some(python) = client_python() else {
+        return;
+    };
+    let (child, base) = spawn_server(index, &[]);
+    let _server = Server(child);
+    let output = Command::new(&python)
+        .arg(repo().join("server/tests/clients/compat_clients.py"))
+        .arg(&base)
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}{stderr}");
+    assert!(
+        output.status.success(),
+        "client checks failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("checks passed"), "{stdout}");
+}
+
+/// schemathesis generates requests from `openapi.yaml` (valid and invalid) and checks every
+/// response: no 5xx, and status codes, content types and bodies as documented.
+#[test]
+fn schemathesis_finds_no_server_errors_or_schema_violations() {
+    let Some(index) = samples_index() else { return };
+    let Some(python) = client_python() else {
+        return;
+    };
+    let (child, base) = spawn_server(index, &[]);
+    let _server = Server(child);
+    let schemathesis = python.with_file_name("schemathesis");
+    let output = Command::new(&schemathesis)
+        .args(["run", repo().join("openapi.yaml").to_str().expect("path")])
+        .args(["--url", &base])
+        .args([
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+        ])
+        .args(["--max-examples", "25", "--seed", "7", "--workers", "2"])
+        .args(["--phases", "examples,coverage,fuzzing"])
+        .args(["--no-color", "--request-timeout", "30"])
+        .output()
+        .expect("run schemathesis");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail: String = stdout
+        .lines()
+        .rev()
+        .take(60)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    eprintln!("{tail}");
+    assert!(
+        output.status.success(),
+        "schemathesis found problems:\n{stdout}\n{stderr}"
+    );
+}
