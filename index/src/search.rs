@@ -149,6 +149,22 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
     /// A required phrase occurred in no page and was treated as plain words.
     pub relaxed: bool,
+    /// Where the time went, for timing headers and metrics.
+    #[serde(skip)]
+    pub timings: StageTimings,
+}
+
+/// Time spent in each stage of one search.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimings {
+    /// Stage 1: candidate documents (BM25, dense, filters).
+    pub candidates: std::time::Duration,
+    /// Stage 2: scoring the candidates' chunks, MaxP and fusion.
+    pub chunks: std::time::Duration,
+    /// The reranker over the chunk pool.
+    pub rerank: std::time::Duration,
+    /// Fetching stored titles, URLs and snippets.
+    pub fetch: std::time::Duration,
 }
 
 /// One result: a page, scored by its best chunk, with that chunk as snippet.
@@ -209,6 +225,7 @@ impl SearchIndex {
         results.relaxed = relaxed;
 
         // Stage 1.
+        let mut clock = std::time::Instant::now();
         let mut addresses: HashMap<u64, DocAddress> = HashMap::new();
         let mut doc_bm25: BTreeMap<u64, f32> = BTreeMap::new();
         if lexical {
@@ -285,6 +302,7 @@ impl SearchIndex {
             }
         }
 
+        results.timings.candidates = lap(&mut clock);
         // Stage 2: the chunk pool.
         let chunk_searcher = self.chunk_reader.searcher();
         let mut pool: BTreeMap<u64, PoolChunk> = BTreeMap::new();
@@ -382,6 +400,7 @@ impl SearchIndex {
             addresses: &addresses,
             pool: &pool,
         };
+        results.timings.chunks = lap(&mut clock);
         if let Some(reranker) = reranker.filter(|_| params.rerank_pool > 0) {
             ranked = self.rerank(
                 &context,
@@ -393,6 +412,7 @@ impl SearchIndex {
             )?;
         }
 
+        results.timings.rerank = lap(&mut clock);
         let mut hits = Vec::with_capacity(params.k.min(ranked.len()));
         for r in ranked.into_iter().take(params.k) {
             let Some(doc) = self.doc_at(&context, r.doc)? else {
@@ -413,6 +433,7 @@ impl SearchIndex {
             });
         }
         results.hits = hits;
+        results.timings.fetch = lap(&mut clock);
         Ok(results)
     }
 
@@ -641,6 +662,14 @@ struct Context<'a> {
     chunk_searcher: &'a tantivy::Searcher,
     addresses: &'a HashMap<u64, DocAddress>,
     pool: &'a BTreeMap<u64, PoolChunk>,
+}
+
+/// The time since `clock`, which restarts.
+fn lap(clock: &mut std::time::Instant) -> std::time::Duration {
+    let now = std::time::Instant::now();
+    let elapsed = now - *clock;
+    *clock = now;
+    elapsed
 }
 
 fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {

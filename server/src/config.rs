@@ -50,6 +50,20 @@ pub struct Args {
     /// Transcript entries (searches, visits) kept per session; the oldest are dropped beyond it.
     #[arg(long, env = "STILLWEB_MAX_EVENTS_PER_SESSION", default_value_t = 1_000)]
     pub max_events_per_session: usize,
+    /// Requests served at once; beyond it the server answers 429 with Retry-After instead of
+    /// queueing without bound.
+    #[arg(long, env = "STILLWEB_MAX_IN_FLIGHT", default_value_t = 128)]
+    pub max_in_flight: usize,
+    /// Finished searches kept for identical requests (0: no result cache).
+    #[arg(long, env = "STILLWEB_RESULT_CACHE_ENTRIES", default_value_t = 10_000)]
+    pub result_cache_entries: usize,
+    /// Query vectors kept by query text (0: no embedding cache).
+    #[arg(
+        long,
+        env = "STILLWEB_EMBEDDING_CACHE_ENTRIES",
+        default_value_t = 10_000
+    )]
+    pub embedding_cache_entries: usize,
     /// Most queries in one `POST /v1/search/batch`.
     #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
     pub max_batch: usize,
@@ -100,6 +114,9 @@ pub struct Config {
     pub reranker: Option<PathBuf>,
     pub max_rerank_pool: usize,
     pub max_batch: usize,
+    pub max_in_flight: usize,
+    pub result_cache_entries: usize,
+    pub embedding_cache_entries: usize,
     pub provider: ExecutionProvider,
     pub model_threads: usize,
 }
@@ -170,6 +187,9 @@ impl Args {
             reranker: self.reranker,
             max_rerank_pool: self.max_rerank_pool,
             max_batch: self.max_batch.max(1),
+            max_in_flight: self.max_in_flight.max(1),
+            result_cache_entries: self.result_cache_entries,
+            embedding_cache_entries: self.embedding_cache_entries,
             provider: self.provider,
             model_threads: self.model_threads.max(1),
         })

@@ -24,6 +24,8 @@ pub enum ErrorCode {
     RouteNotFound,
     /// The request asks for reranking but the server has no reranker.
     RerankUnavailable,
+    /// The server is at its concurrency limit; retry after the `Retry-After` seconds.
+    Overloaded,
     /// The request body is larger than the server accepts.
     PayloadTooLarge,
     /// The search did not finish within the request timeout.
@@ -44,7 +46,7 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
@@ -52,6 +54,7 @@ impl ErrorCode {
         ErrorCode::SessionNotFound,
         ErrorCode::RouteNotFound,
         ErrorCode::RerankUnavailable,
+        ErrorCode::Overloaded,
         ErrorCode::PayloadTooLarge,
         ErrorCode::Timeout,
         ErrorCode::NotReady,
@@ -67,6 +70,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::Overloaded => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
@@ -148,10 +152,11 @@ mod tests {
             ErrorCode::SessionNotFound => 4,
             ErrorCode::RouteNotFound => 5,
             ErrorCode::RerankUnavailable => 6,
-            ErrorCode::PayloadTooLarge => 7,
-            ErrorCode::Timeout => 8,
-            ErrorCode::NotReady => 9,
-            ErrorCode::Internal => 10,
+            ErrorCode::Overloaded => 7,
+            ErrorCode::PayloadTooLarge => 8,
+            ErrorCode::Timeout => 9,
+            ErrorCode::NotReady => 10,
+            ErrorCode::Internal => 11,
         }
     }
 

@@ -4,9 +4,11 @@
 //! [`app`] builds the router from an [`AppState`], so tests can drive the whole API in process;
 //! [`run`] opens the index, warms it up, binds, and serves until SIGINT/SIGTERM.
 
+mod cache;
 pub mod compat;
 pub mod config;
 pub mod error;
+pub mod metrics;
 mod pool;
 pub mod routes;
 pub mod session;
@@ -17,6 +19,7 @@ use std::time::Instant;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::{get, post};
 use stillweb_index::SearchIndex;
 use stillweb_index::search::Mode;
@@ -50,6 +53,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/jina/{url}"),
     ("POST", "/mcp"),
     ("DELETE", "/mcp"),
+    ("GET", "/metrics"),
+    ("GET", "/info"),
 ];
 
 /// The router with every endpoint. The session-aware endpoints are served twice: as they are, and
@@ -84,6 +89,12 @@ pub fn app(state: AppState) -> Router {
         .nest("/s/{session}", api)
         .route(ROUTES[5].1, get(routes::health::healthz))
         .route(ROUTES[6].1, get(routes::health::readyz))
+        .route(ROUTES[18].1, get(routes::ops::metrics))
+        .route(ROUTES[19].1, get(routes::ops::info))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            routes::ops::observe,
+        ))
         .fallback(routes::fallback)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())

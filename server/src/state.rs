@@ -3,10 +3,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stillweb_index::SearchIndex;
+use stillweb_index::{SearchIndex, SearchResults};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use tokio::sync::Semaphore;
 
+use crate::cache::LruCache;
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::pool::SearchPool;
 use crate::session::SessionStore;
 
@@ -21,6 +24,13 @@ pub struct AppState {
     pub embedder: Option<EmbedWorker>,
     /// The chunk-pool reranker, when one is configured.
     pub reranker: Option<RerankWorker>,
+    pub metrics: Arc<Metrics>,
+    /// Finished searches by index build, parameters and parsed query.
+    pub results: Arc<LruCache<String, Arc<SearchResults>>>,
+    /// Query vectors by query text.
+    pub embeddings: Arc<LruCache<String, Arc<Vec<f32>>>>,
+    /// Requests being served; when none is left, new ones get 429 instead of queueing.
+    pub in_flight: Arc<Semaphore>,
     ready: Arc<AtomicBool>,
 }
 
@@ -34,6 +44,10 @@ impl AppState {
         Ok(AppState {
             embedder,
             reranker,
+            metrics: Arc::new(Metrics::default()),
+            results: Arc::new(LruCache::new(config.result_cache_entries)),
+            embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             index: Arc::new(index),
             sessions: Arc::new(SessionStore::new(config.sessions.clone())),
             pool: SearchPool::new(config.search_threads)?,

@@ -11,7 +11,7 @@ use axum::http::{Request, StatusCode};
 use clap::Parser;
 use serde_json::{Value, json};
 use stillweb_server::{AppState, Args, app, prepare};
-use support::{samples_index, spawn_server};
+use support::{KillOnDrop, samples_index, spawn_server};
 use tower::ServiceExt;
 
 fn state(index: &Path, extra: &[&str]) -> AppState {
@@ -224,7 +224,8 @@ async fn identical_searches_are_byte_identical() {
 #[test]
 fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     let Some(index) = samples_index() else { return };
-    let (mut child, base) = spawn_server(index, &[]);
+    let (child, base) = spawn_server(index, &[]);
+    let mut server = KillOnDrop(child);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -268,11 +269,11 @@ fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     );
 
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &server.0.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    let exit = child.wait().expect("wait");
+    let exit = server.0.wait().expect("wait");
     assert!(exit.success(), "server exited with {exit}");
 }
 
@@ -353,7 +354,7 @@ fn real_server_reranks_with_the_qwen3_fixture() {
     let Some(fixture) = qwen3_fixture() else {
         return;
     };
-    let (mut child, base) = spawn_server(
+    let (child, base) = spawn_server(
         index,
         &[
             "--reranker",
@@ -362,6 +363,7 @@ fn real_server_reranks_with_the_qwen3_fixture() {
             "12",
         ],
     );
+    let mut server = KillOnDrop(child);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -413,11 +415,11 @@ fn real_server_reranks_with_the_qwen3_fixture() {
     );
 
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &server.0.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    assert!(child.wait().expect("wait").success());
+    assert!(server.0.wait().expect("wait").success());
 }
 
 #[test]
@@ -738,5 +740,191 @@ async fn batch_answers_each_query_in_order() {
             .as_str()
             .expect("m")
             .contains("1 to 4 queries")
+    );
+}
+
+#[tokio::test]
+async fn metrics_info_request_ids_timing_and_caches() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let search = |id: Option<&'static str>| {
+        let mut request = Request::builder()
+            .method("POST")
+            .uri("/v1/search")
+            .header("content-type", "application/json");
+        if let Some(id) = id {
+            request = request.header("x-request-id", id);
+        }
+        request
+            .body(Body::from(
+                json!({"query": "Roman emperors", "k": 5}).to_string(),
+            ))
+            .expect("request")
+    };
+    let first = app(s.clone())
+        .oneshot(search(Some("req-42")))
+        .await
+        .expect("response");
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["x-request-id"], "req-42");
+    let timing = first.headers()["server-timing"]
+        .to_str()
+        .expect("timing")
+        .to_string();
+    for stage in [
+        "embed;dur=",
+        "candidates;dur=",
+        "chunks;dur=",
+        "rerank;dur=",
+        "fetch;dur=",
+        "total;dur=",
+    ] {
+        assert!(timing.contains(stage), "{timing}");
+    }
+    let first_body = axum::body::to_bytes(first.into_body(), 1 << 20)
+        .await
+        .expect("body");
+    // The repeat comes from the result cache, byte-identical, and says so.
+    let again = app(s.clone())
+        .oneshot(search(None))
+        .await
+        .expect("response");
+    assert!(!again.headers()["x-request-id"].is_empty());
+    assert!(
+        again.headers()["server-timing"]
+            .to_str()
+            .expect("t")
+            .contains("cache;desc=\"hit\"")
+    );
+    let again_body = axum::body::to_bytes(again.into_body(), 1 << 20)
+        .await
+        .expect("body");
+    assert_eq!(first_body, again_body);
+
+    let response = app(s.clone())
+        .oneshot(
+            Request::builder()
+                .uri("/metrics")
+                .body(Body::empty())
+                .expect("r"),
+        )
+        .await
+        .expect("metrics");
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = String::from_utf8(
+        axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("body")
+            .to_vec(),
+    )
+    .expect("utf8");
+    for line in [
+        "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2",
+        "stillweb_search_stage_seconds_count{stage=\"candidates\"} 1",
+        "stillweb_search_stage_seconds_count{stage=\"chunks\"} 1",
+        "stillweb_cache_lookups_total{cache=\"results\",result=\"hit\"} 1",
+        "stillweb_cache_lookups_total{cache=\"results\",result=\"miss\"} 1",
+        "stillweb_active_sessions 0",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in\n{text}");
+    }
+
+    let (status, info) = call(&s, "GET", "/info", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(info["index"]["build_id"], s.build_id());
+    assert!(info["index"]["documents"].as_u64().expect("documents") > 2000);
+    assert_eq!(info["models"]["execution_provider"], "cpu");
+    assert_eq!(info["models"]["reranker"], Value::Null);
+    assert_eq!(info["limits"]["max_k"], 20);
+}
+
+/// More concurrent requests than --max-in-flight: the excess gets 429 with Retry-After at once
+/// (no timeouts, no crash), and the server answers normally afterwards.
+#[test]
+fn overload_is_refused_with_429_and_the_server_recovers() {
+    let Some(index) = samples_index() else { return };
+    let Some(fixture) = qwen3_fixture() else {
+        return;
+    };
+    // A slow search: the reranker over a 100-chunk pool, one at a time.
+    let (child, base) = spawn_server(
+        index,
+        &[
+            "--reranker",
+            fixture.to_str().expect("path"),
+            "--rerank-pool",
+            "100",
+            "--max-in-flight",
+            "2",
+            "--result-cache-entries",
+            "0",
+        ],
+    );
+    let _server = KillOnDrop(child);
+    let statuses: Vec<(u16, Option<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..24)
+            .map(|i| {
+                let base = base.clone();
+                scope.spawn(move || {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .build()
+                        .into();
+                    let response = agent
+                        .post(&format!("{base}/v1/search"))
+                        .send_json(
+                            json!({"query": format!("history of the Roman empire {i}"), "k": 20}),
+                        )
+                        .expect("request");
+                    (
+                        response.status().as_u16(),
+                        response
+                            .headers()
+                            .get("retry-after")
+                            .map(|v| v.to_str().unwrap_or_default().to_string()),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("join"))
+            .collect()
+    });
+    let refused = statuses.iter().filter(|(s, _)| *s == 429).count();
+    let served = statuses.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(refused + served, statuses.len(), "{statuses:?}");
+    assert!(refused > 0 && served > 0, "{statuses:?}");
+    assert!(
+        statuses
+            .iter()
+            .filter(|(s, _)| *s == 429)
+            .all(|(_, retry)| retry.as_deref() == Some("1"))
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut after = agent
+        .post(&format!("{base}/v1/search"))
+        .send_json(json!({"query": "Anarchism", "k": 3, "rerank": false}))
+        .expect("after");
+    assert_eq!(after.status(), 200);
+    assert_eq!(
+        after.body_mut().read_json::<Value>().expect("json")["results"][0]["url"],
+        "https://en.wikipedia.org/wiki/Anarchism"
+    );
+    let metrics = agent
+        .get(&format!("{base}/metrics"))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    assert!(
+        metrics.contains(&format!(
+            "stillweb_rejected_requests_total{{reason=\"overloaded\"}} {refused}"
+        )),
+        "{metrics}"
     );
 }

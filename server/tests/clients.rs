@@ -6,9 +6,9 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 
-use support::{repo, samples_index, spawn_server};
+use support::{KillOnDrop, repo, samples_index, spawn_server};
 
 /// The client environment's python, or `None` (a failure under CI) when it was not made.
 fn client_python() -> Option<PathBuf> {
@@ -28,15 +28,6 @@ fn client_python() -> Option<PathBuf> {
     None
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn real_client_libraries_and_documented_requests() {
     let Some(index) = samples_index() else { return };
@@ -44,7 +35,7 @@ fn real_client_libraries_and_documented_requests() {
         return;
     };
     let (child, base) = spawn_server(index, &[]);
-    let _server = Server(child);
+    let _server = KillOnDrop(child);
     let output = Command::new(&python)
         .arg(repo().join("server/tests/clients/compat_clients.py"))
         .arg(&base)
@@ -69,7 +60,7 @@ fn schemathesis_finds_no_server_errors_or_schema_violations() {
         return;
     };
     let (child, base) = spawn_server(index, &[]);
-    let _server = Server(child);
+    let _server = KillOnDrop(child);
     let schemathesis = python.with_file_name("schemathesis");
     let output = Command::new(&schemathesis)
         .args(["run", repo().join("openapi.yaml").to_str().expect("path")])

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod health;
+pub mod ops;
 pub mod search;
 pub mod sessions;
 pub mod visit;

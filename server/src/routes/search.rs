@@ -1,11 +1,15 @@
 //! `POST /v1/search`: web_search.
 
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
+use stillweb_index::search::StageTimings;
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 use stillweb_models::Reranker;
 
@@ -59,7 +63,7 @@ pub async fn search(
     State(state): State<AppState>,
     sources: SessionSources,
     ApiJson(request): ApiJson<SearchRequest>,
-) -> Result<Json<SearchResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let session = sources.resolve(request.session.as_deref())?;
     let query = Query {
         query: request.query,
@@ -67,7 +71,13 @@ pub async fn search(
         rerank: request.rerank,
         rerank_pool: request.rerank_pool,
     };
-    answer(&state, session.as_deref(), query).await.map(Json)
+    let answer = answer_hits(&state, session.as_deref(), query).await?;
+    let timing = answer.server_timing.clone();
+    let mut response = Json(native_response(&state, answer)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&timing) {
+        response.headers_mut().insert("server-timing", value);
+    }
+    Ok(response)
 }
 
 /// One query's parameters, as a search or a batch entry gives them.
@@ -90,7 +100,11 @@ pub async fn answer(
     request: Query,
 ) -> Result<SearchResponse, ApiError> {
     let answer = answer_hits(state, session, request).await?;
-    Ok(SearchResponse {
+    Ok(native_response(state, answer))
+}
+
+fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
+    SearchResponse {
         results: answer
             .hits
             .into_iter()
@@ -107,7 +121,7 @@ pub async fn answer(
         relaxed: answer.relaxed,
         reranked: answer.reranked,
         index: state.build_id().to_string(),
-    })
+    }
 }
 
 /// A search's ranked pages, before any API's response shape is applied.
@@ -116,6 +130,8 @@ pub struct Answer {
     pub hits: Vec<Hit>,
     pub relaxed: bool,
     pub reranked: bool,
+    /// The `Server-Timing` header value for this search.
+    pub server_timing: String,
 }
 
 /// Validates and runs one query; with a session, records it and makes its results visitable.
@@ -148,7 +164,10 @@ pub async fn answer_hits(
         ..state.config.search.clone()
     };
     let reranked = params.rerank_pool > 0;
-    let SearchResults { hits, relaxed } = run_search(state, parse(&query), params).await?;
+    let started = Instant::now();
+    let timed = run_search(state, parse(&query), params).await?;
+    let server_timing = server_timing(&timed, started.elapsed());
+    let SearchResults { hits, relaxed, .. } = timed.results;
     if let Some(session) = session {
         let shown: Vec<(String, String)> = hits
             .iter()
@@ -162,6 +181,7 @@ pub async fn answer_hits(
         hits,
         relaxed,
         reranked,
+        server_timing,
     })
 }
 
@@ -192,35 +212,84 @@ fn rerank_pool(
     }
 }
 
-/// Runs one search on the search pool, bounded by the request timeout.
+/// A search's results with where the time went.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    pub results: SearchResults,
+    /// Embedding the query (zero when cached or not needed).
+    pub embed: Duration,
+    /// Served from the result cache.
+    pub cached: bool,
+}
+
+/// Runs one search on the search pool, bounded by the request timeout. Identical searches on the
+/// same index are answered from the bounded result cache; query vectors come from the bounded
+/// embedding cache when the same text was embedded before.
 pub async fn run_search(
     state: &AppState,
     query: ParsedQuery,
     params: SearchParams,
-) -> Result<SearchResults, ApiError> {
+) -> Result<Timed, ApiError> {
+    let key = format!("{}\u{1}{params:?}\u{1}{query:?}", state.build_id());
+    if let Some(results) = state.results.get(&key) {
+        state.metrics.cache("results", true);
+        return Ok(Timed {
+            results: SearchResults {
+                timings: StageTimings::default(),
+                ..(*results).clone()
+            },
+            embed: Duration::ZERO,
+            cached: true,
+        });
+    }
+    state.metrics.cache("results", false);
     let index = state.index.clone();
     let embedder = state.embedder.clone();
+    let embeddings = state.embeddings.clone();
+    let metrics = state.metrics.clone();
     let mut reranker = state.reranker.clone();
     let work = state.pool.run(move || {
+        let started = Instant::now();
         let vector = match &embedder {
-            Some(e) if !query.text.trim().is_empty() => e
-                .embed_queries(vec![query.text.clone()])
-                .map_err(ApiError::internal)?
-                .pop(),
+            Some(e) if !query.text.trim().is_empty() => match embeddings.get(&query.text) {
+                Some(v) => {
+                    metrics.cache("embeddings", true);
+                    Some(v)
+                }
+                None => {
+                    metrics.cache("embeddings", false);
+                    let v = e
+                        .embed_queries(vec![query.text.clone()])
+                        .map_err(ApiError::internal)?
+                        .pop()
+                        .map(Arc::new);
+                    if let Some(v) = &v {
+                        embeddings.insert(query.text.clone(), v.clone());
+                    }
+                    v
+                }
+            },
             _ => None,
         };
-        index
+        let embed = started.elapsed();
+        let results = index
             .search(
                 &query,
-                vector.as_deref(),
+                vector.as_deref().map(Vec::as_slice),
                 &params,
                 reranker.as_mut().map(|r| r as &mut dyn Reranker),
             )
-            .map_err(ApiError::internal)
+            .map_err(ApiError::internal)?;
+        Ok::<_, ApiError>(Timed {
+            results,
+            embed,
+            cached: false,
+        })
     });
-    tokio::time::timeout(state.config.request_timeout, work)
+    let timed = tokio::time::timeout(state.config.request_timeout, work)
         .await
         .map_err(|_| {
+            state.metrics.rejection("timeout");
             ApiError::new(
                 ErrorCode::Timeout,
                 format!(
@@ -228,5 +297,36 @@ pub async fn run_search(
                     state.config.request_timeout.as_secs()
                 ),
             )
-        })?
+        })??;
+    let t = timed.results.timings;
+    for (stage, elapsed) in [
+        ("embed", timed.embed),
+        ("candidates", t.candidates),
+        ("chunks", t.chunks),
+        ("rerank", t.rerank),
+        ("fetch", t.fetch),
+    ] {
+        state.metrics.stage(stage, elapsed);
+    }
+    state.results.insert(key, Arc::new(timed.results.clone()));
+    Ok(timed)
+}
+
+/// `Server-Timing` for one search: each stage in milliseconds, and whether the cache answered.
+pub fn server_timing(timed: &Timed, total: Duration) -> String {
+    let t = timed.results.timings;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut header = format!(
+        "embed;dur={:.2}, candidates;dur={:.2}, chunks;dur={:.2}, rerank;dur={:.2}, fetch;dur={:.2}, total;dur={:.2}",
+        ms(timed.embed),
+        ms(t.candidates),
+        ms(t.chunks),
+        ms(t.rerank),
+        ms(t.fetch),
+        ms(total)
+    );
+    if timed.cached {
+        header.push_str(", cache;desc=\"hit\"");
+    }
+    header
 }

@@ -61,3 +61,14 @@ pub fn spawn_server(index: &Path, extra: &[&str]) -> (Child, String) {
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     (child, url)
 }
+
+/// Kills the server when dropped, so that a failing test does not leave it running (holding the
+/// test harness's output pipe open).
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,185 @@
+//! Prometheus metrics, kept by hand (a few counters and histograms need no framework): requests
+//! and latency by route pattern, time per search stage, cache hits and misses, rejections, and
+//! active sessions, rendered in the text exposition format at `GET /metrics`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Histogram bucket bounds, in seconds: 1 ms to 30 s.
+const BOUNDS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    /// Observations at or below each bound (not cumulative; summed when rendered).
+    buckets: [u64; BOUNDS.len()],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        if let Some(i) = BOUNDS.iter().position(|&b| seconds <= b) {
+            self.buckets[i] += 1;
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (bound, n) in BOUNDS.iter().zip(self.buckets) {
+            cumulative += n;
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
+            self.count
+        );
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    requests: BTreeMap<(String, String, u16), u64>,
+    latency: BTreeMap<String, Histogram>,
+    stages: BTreeMap<&'static str, Histogram>,
+    cache: BTreeMap<(&'static str, &'static str), u64>,
+    rejections: BTreeMap<&'static str, u64>,
+}
+
+/// The server's metrics; cheap to share.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+impl Metrics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One finished request: its route pattern (`/v1/search`), method, status and duration.
+    pub fn request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+        let mut inner = self.lock();
+        *inner
+            .requests
+            .entry((route.to_string(), method.to_string(), status))
+            .or_default() += 1;
+        inner
+            .latency
+            .entry(route.to_string())
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Time spent in one stage of a search (`embed`, `candidates`, `chunks`, `rerank`, `fetch`).
+    pub fn stage(&self, stage: &'static str, elapsed: Duration) {
+        self.lock()
+            .stages
+            .entry(stage)
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A lookup in `cache` (`results`, `embeddings`).
+    pub fn cache(&self, cache: &'static str, hit: bool) {
+        *self
+            .lock()
+            .cache
+            .entry((cache, if hit { "hit" } else { "miss" }))
+            .or_default() += 1;
+    }
+
+    /// A request turned away (`overloaded`, `timeout`, `payload_too_large`).
+    pub fn rejection(&self, reason: &'static str) {
+        *self.lock().rejections.entry(reason).or_default() += 1;
+    }
+
+    /// The text exposition format.
+    pub fn render(&self, active_sessions: usize) -> String {
+        let inner = self.lock();
+        let mut out = String::new();
+        out.push_str("# HELP stillweb_http_requests_total Requests by route pattern, method and status.\n# TYPE stillweb_http_requests_total counter\n");
+        for ((route, method, status), n) in &inner.requests {
+            let _ = writeln!(
+                out,
+                "stillweb_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP stillweb_http_request_duration_seconds Request latency by route pattern.\n# TYPE stillweb_http_request_duration_seconds histogram\n");
+        for (route, h) in &inner.latency {
+            h.render(
+                &mut out,
+                "stillweb_http_request_duration_seconds",
+                &format!("route=\"{route}\""),
+            );
+        }
+        out.push_str("# HELP stillweb_search_stage_seconds Time per search stage.\n# TYPE stillweb_search_stage_seconds histogram\n");
+        for (stage, h) in &inner.stages {
+            h.render(
+                &mut out,
+                "stillweb_search_stage_seconds",
+                &format!("stage=\"{stage}\""),
+            );
+        }
+        out.push_str("# HELP stillweb_cache_lookups_total Cache lookups by cache and result.\n# TYPE stillweb_cache_lookups_total counter\n");
+        for ((cache, result), n) in &inner.cache {
+            let _ = writeln!(
+                out,
+                "stillweb_cache_lookups_total{{cache=\"{cache}\",result=\"{result}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP stillweb_rejected_requests_total Requests turned away, by reason.\n# TYPE stillweb_rejected_requests_total counter\n");
+        for (reason, n) in &inner.rejections {
+            let _ = writeln!(
+                out,
+                "stillweb_rejected_requests_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP stillweb_active_sessions Sessions alive now.\n# TYPE stillweb_active_sessions gauge\n");
+        let _ = writeln!(out, "stillweb_active_sessions {active_sessions}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::default();
+        m.request("/v1/search", "POST", 200, Duration::from_millis(3));
+        m.request("/v1/search", "POST", 200, Duration::from_millis(40));
+        m.stage("rerank", Duration::from_millis(700));
+        m.cache("results", true);
+        m.rejection("overloaded");
+        let text = m.render(5);
+        assert!(text.contains(
+            "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2"
+        ));
+        assert!(text.contains(
+            "stillweb_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.005\"} 1"
+        ));
+        assert!(text.contains(
+            "stillweb_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"+Inf\"} 2"
+        ));
+        assert!(text.contains("stillweb_search_stage_seconds_count{stage=\"rerank\"} 1"));
+        assert!(text.contains("stillweb_cache_lookups_total{cache=\"results\",result=\"hit\"} 1"));
+        assert!(text.contains("stillweb_rejected_requests_total{reason=\"overloaded\"} 1"));
+        assert!(text.contains("stillweb_active_sessions 5"));
+    }
+}
