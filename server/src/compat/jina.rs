@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
-use crate::routes::visit::visit_page;
+use crate::routes::visit::visit_recorded;
 use crate::state::AppState;
 
 fn error(e: ApiError) -> Response {
@@ -55,12 +55,7 @@ pub async fn read(
                 "reading a page needs the session that was shown it (X-Session-Id header or a /s/{session}/jina/ base URL)",
             )
         })?;
-        let page = visit_page(&state, &session, &url).await;
-        let outcome = page.as_ref().map_or_else(|e| e.code.name(), |_| "ok".into());
-        state
-            .sessions
-            .record_visit(&session, &url, &outcome, std::time::SystemTime::now());
-        page
+        visit_recorded(&state, &session, &url).await
     }
     .await;
     let page = match result {

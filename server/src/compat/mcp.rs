@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::routes::SessionSources;
 use crate::routes::search::{Query, answer_hits};
-use crate::routes::visit::visit_page;
+use crate::routes::visit::visit_recorded;
 use crate::state::AppState;
 
 /// Protocol revisions this endpoint speaks; the newest is offered when the client's is unknown.
@@ -219,14 +219,7 @@ async fn visit_web(state: &AppState, session: Option<&str>, arguments: &Value) -
             None,
         );
     };
-    let page = visit_page(state, session, url).await;
-    let outcome = page
-        .as_ref()
-        .map_or_else(|e| e.code.name(), |_| "ok".into());
-    state
-        .sessions
-        .record_visit(session, url, &outcome, std::time::SystemTime::now());
-    match page {
+    match visit_recorded(state, session, url).await {
         Ok(p) => tool_result(
             format!(
                 "Title: {}\nURL: {}\nDate: {}\n\n{}",

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::{clamp_count, request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
-use crate::routes::visit::visit_page;
+use crate::routes::visit::visit_recorded;
 use crate::routes::{ApiJson, SessionSources};
 use crate::state::AppState;
 
@@ -132,20 +132,12 @@ pub async fn extract(
         let mut failed = Vec::new();
         for url in urls {
             let page = match &session {
-                Some(s) => visit_page(&state, s, &url).await,
+                Some(s) => visit_recorded(&state, s, &url).await,
                 None => Err(ApiError::new(
                     ErrorCode::SessionRequired,
                     "extract needs the session that searched (session_id / X-Session-Id)",
                 )),
             };
-            if let Some(s) = &session {
-                let outcome = page
-                    .as_ref()
-                    .map_or_else(|e| e.code.name(), |_| "ok".into());
-                state
-                    .sessions
-                    .record_visit(s, &url, &outcome, std::time::SystemTime::now());
-            }
             match page {
                 Ok(p) => results.push(json!({
                     "url": url,

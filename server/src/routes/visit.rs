@@ -39,15 +39,27 @@ pub async fn visit(
              header `X-Session-Id` or path prefix `/s/{session}`)",
         ));
     };
-    let result = visit_page(&state, &session, &request.url).await;
+    visit_recorded(&state, &session, &request.url)
+        .await
+        .map(Json)
+}
+
+/// [`visit_page`], with the attempt and its outcome (`ok` or the error code) written to the
+/// session's transcript. Every endpoint that visits goes through here.
+pub async fn visit_recorded(
+    state: &AppState,
+    session: &str,
+    url: &str,
+) -> Result<VisitResponse, ApiError> {
+    let result = visit_page(state, session, url).await;
     let outcome = match &result {
         Ok(_) => "ok".to_string(),
         Err(e) => e.code.name(),
     };
     state
         .sessions
-        .record_visit(&session, &request.url, &outcome, SystemTime::now());
-    result.map(Json)
+        .record_visit(session, url, &outcome, SystemTime::now());
+    result
 }
 
 /// The page at `url`, if it is in the corpus and `session` was shown it.
