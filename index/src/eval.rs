@@ -16,17 +16,21 @@ use stillweb_models::{Embedder, Reranker};
 use crate::query::{ParsedQuery, parse};
 use crate::{IndexError, SearchIndex, SearchParams};
 
-/// Embeds all queries in one go (none without an embedder).
-fn embed_queries(
+/// Parses every query as the server does and embeds their words in one go (no vectors without
+/// an embedder).
+fn prepare_queries<'a>(
     embedder: Option<&mut dyn Embedder>,
-    texts: &[&str],
-) -> Result<Vec<Vec<f32>>, IndexError> {
-    match embedder {
+    queries: impl Iterator<Item = &'a str>,
+) -> Result<(Vec<ParsedQuery>, Vec<Vec<f32>>), IndexError> {
+    let parsed: Vec<ParsedQuery> = queries.map(parse).collect();
+    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
+    let vectors = match embedder {
         Some(e) => e
-            .embed_queries(texts)
-            .map_err(|e| IndexError::Model(e.to_string())),
-        None => Ok(Vec::new()),
-    }
+            .embed_queries(&texts)
+            .map_err(|e| IndexError::Model(e.to_string()))?,
+        None => Vec::new(),
+    };
+    Ok((parsed, vectors))
 }
 
 /// Queries and graded judgements of a BEIR dataset's test split.
@@ -160,9 +164,7 @@ pub fn evaluate_beir(
         ..params.clone()
     };
     let (mut ndcg, mut recall) = (0.0, 0.0);
-    let parsed: Vec<ParsedQuery> = set.queries.iter().map(|(_, t)| parse(t)).collect();
-    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
-    let vectors = embed_queries(embedder, &texts)?;
+    let (parsed, vectors) = prepare_queries(embedder, set.queries.iter().map(|(_, t)| t.as_str()))?;
     for (i, (qid, _)) in set.queries.iter().enumerate() {
         let ranked: Vec<String> = index
             .search(
@@ -247,9 +249,7 @@ pub fn evaluate_items(
     };
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
-    let parsed: Vec<ParsedQuery> = items.iter().map(|i| parse(&i.question)).collect();
-    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
-    let vectors = embed_queries(embedder, &texts)?;
+    let (parsed, vectors) = prepare_queries(embedder, items.iter().map(|i| i.question.as_str()))?;
     for (i, item) in items.iter().enumerate() {
         let ranked: Vec<String> = index
             .search(

@@ -36,7 +36,7 @@ fn error(e: ApiError) -> Response {
         Json(json!({
             "type": "ErrorResponse",
             "error": {
-                "id": super::request_id(),
+                "id": super::new_request_id(),
                 "status": status.as_u16(),
                 "code": code,
                 "detail": e.message,

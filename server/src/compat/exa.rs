@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{clamp_count, request_id, with_domains};
+use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
 use crate::routes::visit::visit_recorded;
@@ -57,7 +57,7 @@ fn error(e: ApiError) -> Response {
     };
     (
         status,
-        Json(json!({"requestId": request_id(), "error": e.message, "tag": tag})),
+        Json(json!({"requestId": new_request_id(), "error": e.message, "tag": tag})),
     )
         .into_response()
 }
@@ -109,7 +109,7 @@ pub async fn search(
             })
             .collect();
         Ok::<_, ApiError>(json!({
-            "requestId": request_id(),
+            "requestId": new_request_id(),
             "resolvedSearchType": "hybrid",
             "searchType": "hybrid",
             "results": results,
@@ -170,7 +170,7 @@ pub async fn contents(
                 }
             }
         }
-        Ok(json!({"requestId": request_id(), "results": results, "statuses": statuses}))
+        Ok(json!({"requestId": new_request_id(), "results": results, "statuses": statuses}))
     }
     .await;
     match result {

@@ -63,7 +63,7 @@ fn tool_result(text: String, is_error: bool, structured: Option<Value>) -> Value
 
 /// A fresh session id for an `initialize` without one.
 fn new_session_id() -> String {
-    format!("mcp-{}", super::request_id())
+    format!("mcp-{}", super::new_request_id())
 }
 
 pub async fn post(

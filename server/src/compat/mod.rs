@@ -61,12 +61,8 @@ fn with_domains(query: &str, include: &[String], exclude: &[String]) -> String {
     }
 }
 
-/// A short request id for APIs whose responses carry one.
-fn request_id() -> String {
-    new_request_id()
-}
-
-/// A fresh id: time-seeded and counted, unique within the process.
+/// A fresh id for request-id headers and the APIs whose responses carry one: time-seeded and
+/// counted, unique within the process.
 pub fn new_request_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);

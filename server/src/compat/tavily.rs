@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{clamp_count, request_id, with_domains};
+use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
 use crate::routes::visit::visit_recorded;
@@ -102,7 +102,7 @@ pub async fn search(
             "images": [],
             "results": results,
             "response_time": started.elapsed().as_secs_f64(),
-            "request_id": request_id(),
+            "request_id": new_request_id(),
         }))
     }
     .await;
@@ -152,7 +152,7 @@ pub async fn extract(
             "results": results,
             "failed_results": failed,
             "response_time": started.elapsed().as_secs_f64(),
-            "request_id": request_id(),
+            "request_id": new_request_id(),
         }))
     }
     .await;

@@ -72,7 +72,7 @@ pub async fn search(
         rerank_pool: request.rerank_pool,
     };
     let answer = answer_hits(&state, session.as_deref(), query).await?;
-    let timing = answer.server_timing.clone();
+    let timing = server_timing(&answer.timing);
     let mut response = Json(native_response(&state, answer)).into_response();
     if let Ok(value) = HeaderValue::from_str(&timing) {
         response.headers_mut().insert("server-timing", value);
@@ -130,8 +130,8 @@ pub struct Answer {
     pub hits: Vec<Hit>,
     pub relaxed: bool,
     pub reranked: bool,
-    /// The `Server-Timing` header value for this search.
-    pub server_timing: String,
+    /// Where the time went (the native endpoint sends it as `Server-Timing`).
+    pub timing: Timing,
 }
 
 /// Validates and runs one query; with a session, records it and makes its results visitable.
@@ -166,7 +166,12 @@ pub async fn answer_hits(
     let reranked = params.rerank_pool > 0;
     let started = Instant::now();
     let timed = run_search(state, parse(&query), params).await?;
-    let server_timing = server_timing(&timed, started.elapsed());
+    let timing = Timing {
+        stages: timed.results.timings,
+        embed: timed.embed,
+        cached: timed.cached,
+        total: started.elapsed(),
+    };
     let SearchResults { hits, relaxed, .. } = timed.results;
     if let Some(session) = session {
         let shown: Vec<(String, String)> = hits
@@ -181,7 +186,7 @@ pub async fn answer_hits(
         hits,
         relaxed,
         reranked,
-        server_timing,
+        timing,
     })
 }
 
@@ -312,20 +317,29 @@ pub async fn run_search(
     Ok(timed)
 }
 
+/// One search's time by stage, as the caller saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub stages: StageTimings,
+    pub embed: Duration,
+    pub cached: bool,
+    pub total: Duration,
+}
+
 /// `Server-Timing` for one search: each stage in milliseconds, and whether the cache answered.
-pub fn server_timing(timed: &Timed, total: Duration) -> String {
-    let t = timed.results.timings;
+pub fn server_timing(timing: &Timing) -> String {
+    let t = timing.stages;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let mut header = format!(
         "embed;dur={:.2}, candidates;dur={:.2}, chunks;dur={:.2}, rerank;dur={:.2}, fetch;dur={:.2}, total;dur={:.2}",
-        ms(timed.embed),
+        ms(timing.embed),
         ms(t.candidates),
         ms(t.chunks),
         ms(t.rerank),
         ms(t.fetch),
-        ms(total)
+        ms(timing.total)
     );
-    if timed.cached {
+    if timing.cached {
         header.push_str(", cache;desc=\"hit\"");
     }
     header
