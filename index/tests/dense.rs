@@ -243,4 +243,20 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
         stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Lead, false)
             .expect_err("exists");
     assert!(matches!(err, IndexError::Exists { .. }));
+    let lexical = dir.path().join("lexical");
+    stillweb_index::build_index(
+        &CorpusManifest::load(&dir.path().join("m.toml")).expect("manifest"),
+        &lexical,
+        &BuildOptions::default(),
+    )
+    .expect("build");
+    let err = stillweb_index::revector::rebuild_doc_vectors(
+        &lexical,
+        &dir.path().join("never"),
+        DocVectors::Mean,
+        false,
+    )
+    .expect_err("no vectors");
+    assert!(err.to_string().contains("has no vectors"), "{err}");
+    assert!(!dir.path().join("never").exists());
 }

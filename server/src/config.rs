@@ -195,3 +195,28 @@ impl Args {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(extra: &[&str]) -> Result<Config, String> {
+        let mut args = vec!["stillweb-server", "--index", "/tmp/i"];
+        args.extend_from_slice(extra);
+        Args::parse_from(args).validate()
+    }
+
+    #[test]
+    fn rerank_settings_are_checked_and_explained() {
+        let err = validate(&["--mode", "rerank"]).expect_err("no reranker");
+        assert!(err.contains("--mode rerank needs --reranker DIR"), "{err}");
+        let err = validate(&["--rerank-pool", "0"]).expect_err("pool 0");
+        assert!(err.contains("--rerank-pool must be between 1 and --max-rerank-pool (100)"));
+        let err = validate(&["--rerank-pool", "30", "--max-rerank-pool", "10"]).expect_err("pool");
+        assert!(err.contains("got 30"), "{err}");
+        // Without a reranker nothing is reranked, whatever the pool says.
+        assert_eq!(validate(&[]).expect("ok").search.rerank_pool, 0);
+        let with = validate(&["--reranker", "/models/r"]).expect("ok");
+        assert_eq!(with.search.rerank_pool, 30);
+    }
+}
