@@ -227,8 +227,9 @@ def bert_weights(rng, c=BERT):
     return w
 
 
-def bert_graph(w, c=BERT):
-    """inputs input_ids, attention_mask, token_type_ids (int64 [batch, tokens]) -> logits [batch, 1]."""
+def bert_graph(w, c=BERT, head="classifier"):
+    """inputs input_ids, attention_mask, token_type_ids (int64 [batch, tokens]) -> logits [batch, 1],
+    or with head="hidden" the encoder's output last_hidden_state [batch, tokens, hidden]."""
     g = Graph()
     heads, d = c["heads"], c["hidden"] // c["heads"]
     f32 = lambda a: a.astype(np.float32)  # noqa: E731
@@ -260,19 +261,22 @@ def bert_graph(w, c=BERT):
         gelu = g.op("Mul", g.op("Mul", inner, g.const(np.float32(0.5))),
                     g.op("Add", g.op("Erf", g.op("Mul", inner, g.const(np.float32(2 ** -0.5)))), g.const(np.float32(1))))
         x = layer_norm(g, g.op("Add", x, dense(gelu, layer["out"])), *layer["ln2"], c["eps"])
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"])
+            for n in ("input_ids", "attention_mask", "token_type_ids")]
+    if head == "hidden":
+        g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+        out = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", c["hidden"]])]
+        return helper.make_graph(g.nodes, "bert_encoder", ints, out, g.inits)
     cls = g.op("Squeeze", g.op("Slice", x, g.const(np.array([0], dtype=np.int64)), g.const(np.array([1], dtype=np.int64)),
                                g.const(np.array([1], dtype=np.int64))), g.const(np.array([1], dtype=np.int64)))
     pooled = g.op("Tanh", dense(cls, w["pooler"]))
     g.nodes.append(helper.make_node("Add", [g.matmul(pooled, w["classifier"][0]),
                                             g.const(f32(w["classifier"][1]), "b")], ["logits"]))
-    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"])
-            for n in ("input_ids", "attention_mask", "token_type_ids")]
     out = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])]
     return helper.make_graph(g.nodes, "cross_encoder_tiny", ints, out, g.inits)
 
 
-def bert_reference(w, ids, types):
-    c = BERT
+def bert_reference(w, ids, types, c=BERT, head="classifier"):
     heads, d, eps = c["heads"], c["hidden"] // c["heads"], c["eps"]
     n = len(ids)
 
@@ -290,6 +294,8 @@ def bert_reference(w, ids, types):
         inner = x @ layer["in"][0] + layer["in"][1]
         erf = np.vectorize(__import__("math").erf)
         x = ln(x + (0.5 * inner * (1 + erf(inner / np.sqrt(2)))) @ layer["out"][0] + layer["out"][1], layer["ln2"])
+    if head == "hidden":
+        return x
     pooled = np.tanh(x[0] @ w["pooler"][0] + w["pooler"][1])
     return [float((pooled @ w["classifier"][0] + w["classifier"][1])[0])]
 

@@ -235,7 +235,7 @@ struct DenseBuild<'e> {
 }
 
 /// Chunks embedded per model call batch from the indexer.
-const EMBED_BATCH: usize = 256;
+const EMBED_BATCH: usize = 1024;
 
 impl DenseBuild<'_> {
     fn flush(&mut self) -> Result<(), IndexError> {

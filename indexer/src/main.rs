@@ -1,5 +1,7 @@
 //! `stillweb-indexer`: builds an index from a corpus manifest and evaluates retrieval quality.
 
+mod bench;
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -90,6 +92,17 @@ enum Command {
         /// Chunks the reranker scores per query.
         #[arg(long, default_value_t = DEFAULT_RERANK_POOL)]
         rerank_pool: usize,
+    },
+    /// Measure embedding throughput on a file of texts (JSON Lines: strings or {"text": …});
+    /// prints JSON.
+    BenchEmbed {
+        #[arg(long)]
+        texts: PathBuf,
+        /// Use only the first N texts.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
 }
 
@@ -248,6 +261,26 @@ fn main() -> anyhow::Result<()> {
                     )
                 })?;
             println!("{}", serde_json::to_string_pretty(&manifest)?);
+        }
+        Command::BenchEmbed {
+            texts,
+            limit,
+            model,
+        } => {
+            let texts = bench::load_texts(&texts, limit)?;
+            let mut embedder = model.load()?;
+            let (tokenizer, _) = stillweb_models::embed::load_tokenizer(
+                &embedder.config().tokenizer_path(),
+                embedder.config().max_tokens,
+            )?;
+            let tokens = tokenizer
+                .encode_batch(texts.clone(), true)
+                .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
+                .iter()
+                .map(|e| e.get_ids().len())
+                .sum();
+            let report = bench::embed_throughput(&mut embedder, &texts, tokens, model.threads())?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
         }
         Command::Eval {
             index,

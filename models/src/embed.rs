@@ -1,8 +1,9 @@
 //! The ONNX Runtime embedder: tokenize (explicit truncation; longest-in-batch padding on the
 //! configured side), run the model, pool (mean, last real token or first real token), normalise.
 //!
-//! Texts are embedded in length-sorted batches, so that padding is small, and returned in the
-//! caller's order.
+//! Texts are tokenized first and embedded in batches of similar token counts, so that little of
+//! each batch is padding (sorting by characters left ~40% padding on scientific text), and
+//! returned in the caller's order.
 
 use std::path::Path;
 
@@ -86,15 +87,26 @@ impl OnnxEmbedder {
     }
 
     fn embed(&mut self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, ModelError> {
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let mut rows: Vec<TokenRow> = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| ModelError::Tokenizer(e.to_string()))?
+            .iter()
+            .map(|e| TokenRow {
+                ids: e.get_ids().to_vec(),
+                type_ids: e.get_type_ids().to_vec(),
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(rows[i].ids.len()));
         let mut out = vec![Vec::new(); texts.len()];
         for batch in order.chunks(self.config.batch_size.unwrap_or(BATCH)) {
-            let inputs: Vec<String> = batch
+            let batch_rows: Vec<TokenRow> = batch
                 .iter()
-                .map(|&i| format!("{prefix}{}", texts[i]))
+                .map(|&i| std::mem::take(&mut rows[i]))
                 .collect();
-            let vectors = self.embed_batch(&inputs)?;
+            let vectors = self.embed_rows(&batch_rows)?;
             for (&i, v) in batch.iter().zip(vectors) {
                 out[i] = v;
             }
@@ -102,19 +114,8 @@ impl OnnxEmbedder {
         Ok(out)
     }
 
-    fn embed_batch(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        let rows: Vec<TokenRow> = encodings
-            .iter()
-            .map(|e| TokenRow {
-                ids: e.get_ids().to_vec(),
-                type_ids: e.get_type_ids().to_vec(),
-            })
-            .collect();
-        let batch = TokenBatch::new(&rows, self.pad_id, self.side);
+    fn embed_rows(&mut self, rows: &[TokenRow]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let batch = TokenBatch::new(rows, self.pad_id, self.side);
         let (rows, cols) = (batch.rows(), batch.cols());
         let mask = &batch.mask;
         let outputs = batch.run(&mut self.session, &self.input_names)?;
