@@ -605,6 +605,38 @@ impl SearchIndex {
         Ok(reranked.into_iter().map(|(_, r)| r).chain(rest).collect())
     }
 
+    /// Document-level BM25 alone (the lexical half of stage 1), under the query's operators: the
+    /// top `k` documents' ids and scores. For setting beside other BM25 engines.
+    pub fn bm25_documents(
+        &self,
+        query: &ParsedQuery,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
+        let terms = self.analyze(&query.text);
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let searcher = self.doc_reader.searcher();
+        let (filter, _) = self.page_filter(query, &searcher)?;
+        let scored = bag_of_words(self.doc_fields.content, &terms);
+        let query = match &filter {
+            Some(f) => filtered(scored, f.box_clone()),
+            None => scored,
+        };
+        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score())?;
+        top.into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument = searcher.doc(address)?;
+                let id = doc
+                    .get_first(self.doc_fields.doc_id)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                Ok((id, score))
+            })
+            .collect()
+    }
+
     /// A document's stored fields by ordinal.
     fn doc_at(&self, context: &Context<'_>, ord: u64) -> Result<Option<StoredDoc>, IndexError> {
         let address = match context.addresses.get(&ord) {

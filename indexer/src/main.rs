@@ -1,6 +1,7 @@
 //! `stillweb-indexer`: builds an index from a corpus manifest and evaluates retrieval quality.
 
 mod bench;
+mod export;
 
 use std::path::PathBuf;
 
@@ -92,6 +93,19 @@ enum Command {
         /// Chunks the reranker scores per query.
         #[arg(long, default_value_t = DEFAULT_RERANK_POOL)]
         rerank_pool: usize,
+    },
+    /// Write a corpus's documents or chunks as JSON Lines, as the build reads and splits them
+    /// (inputs for peer engines); prints the count.
+    Export {
+        #[arg(long)]
+        manifest: PathBuf,
+        #[arg(long, value_enum)]
+        unit: export::Unit,
+        /// Stop after N lines.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Measure embedding throughput on a file of texts (JSON Lines: strings or {"text": …});
     /// prints JSON.
@@ -261,6 +275,16 @@ fn main() -> anyhow::Result<()> {
                     )
                 })?;
             println!("{}", serde_json::to_string_pretty(&manifest)?);
+        }
+        Command::Export {
+            manifest,
+            unit,
+            limit,
+            out,
+        } => {
+            let corpus = CorpusManifest::load(&manifest)?;
+            let written = export::export(&corpus, unit, limit, &out)?;
+            println!("{written}");
         }
         Command::BenchEmbed {
             texts,

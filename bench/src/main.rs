@@ -1,0 +1,162 @@
+//! `stillweb-bench`: the scale-corpus generator and the measuring harnesses that BENCHMARKS.md
+//! runs (see benchmarks/).
+
+mod bm25;
+mod composed;
+mod rng;
+mod synth;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::SearchIndex;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "stillweb-bench",
+    version,
+    about = "stillweb's measuring instruments"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate a scale corpus (docs.jsonl, corpus.toml) and matching agent-style queries
+    /// (queries.tsv, queries.txt) from a real corpus's statistics; prints a summary (JSON).
+    Synth {
+        /// The real corpus whose sentences, lengths and vocabulary are used.
+        #[arg(long)]
+        profile: PathBuf,
+        #[arg(long)]
+        documents: u64,
+        #[arg(long, default_value_t = 10_000)]
+        queries: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Fixed substitution variants per source sentence (0: fresh substitutions every time).
+        #[arg(long, default_value_t = 0)]
+        variants: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Build an index whose chunk vectors are composed from sentence vectors, each distinct
+    /// sentence embedded once (for speed and memory at scale, never quality: see composed.rs);
+    /// prints the build summary (JSON).
+    BuildScale {
+        #[arg(long)]
+        manifest: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Embedder directory; default: the one `models/fetch` installs.
+        #[arg(long)]
+        embedder: Option<PathBuf>,
+        /// Intra-op threads for the model.
+        #[arg(long, default_value_t = 2)]
+        model_threads: usize,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Write a query file (TSV: id, query) in bag-of-words form, the form every peer engine gets.
+    Bag {
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Time document-level BM25 on one thread over a query file (TSV: id, query); prints JSON
+    /// and writes the top k as a TREC run.
+    Bm25 {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long, value_enum, default_value = "bag")]
+        form: bm25::QueryForm,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long)]
+        run: PathBuf,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Synth {
+            profile,
+            documents,
+            queries,
+            seed,
+            variants,
+            out,
+        } => {
+            anyhow::ensure!(documents > 0, "--documents must be at least 1");
+            anyhow::ensure!(variants <= 1024, "--variants must be at most 1024");
+            let manifest = CorpusManifest::load(&profile)?;
+            let mut profile = synth::Profile::from_manifest(&manifest)
+                .with_context(|| format!("reading the profile corpus {}", profile.display()))?;
+            profile.variants = variants;
+            let generated = synth::generate(profile, seed, documents, queries, &out)?;
+            println!("{}", serde_json::to_string_pretty(&generated)?);
+        }
+        Command::BuildScale {
+            manifest,
+            out,
+            embedder,
+            model_threads,
+            force,
+        } => {
+            let corpus = CorpusManifest::load(&manifest)?;
+            let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
+            let model = stillweb_models::OnnxEmbedder::load(
+                &dir,
+                stillweb_models::ExecutionProvider::Cpu,
+                model_threads,
+            )
+            .with_context(|| format!("loading the embedder from {}", dir.display()))?;
+            let mut composed = composed::SentenceComposed::new(model);
+            let options = stillweb_index::BuildOptions {
+                force,
+                ..Default::default()
+            };
+            let report =
+                stillweb_index::build_index_with(&corpus, &out, &options, Some(&mut composed))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "index": out,
+                    "documents": report.manifest.documents,
+                    "chunks": report.manifest.chunks,
+                    "distinct_sentences_embedded": composed.sentences(),
+                    "passages_composed": composed.passages,
+                    "vectors": "chunk = normalised mean of its sentences' MiniLM vectors",
+                })
+            );
+        }
+        Command::Bag { queries, out } => {
+            let queries = bm25::load_queries(&queries)?;
+            let lines: String = queries
+                .iter()
+                .map(|(id, q)| format!("{id}\t{}\n", bm25::bag_of_words(q)))
+                .collect();
+            std::fs::write(&out, lines).with_context(|| format!("writing {}", out.display()))?;
+        }
+        Command::Bm25 {
+            index,
+            queries,
+            form,
+            k,
+            run,
+        } => {
+            let index = SearchIndex::open(&index)?;
+            let queries = bm25::load_queries(&queries)?;
+            let timing = bm25::time_queries(&index, &queries, form, k, &run)?;
+            println!("{}", serde_json::to_string_pretty(&timing)?);
+        }
+    }
+    Ok(())
+}
