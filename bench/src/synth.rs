@@ -22,7 +22,7 @@ use stillweb_corpus::manifest::CorpusManifest;
 use crate::rng::Rng;
 
 /// Changes whenever the same seed would produce different documents.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 const SUBSTITUTE: f64 = 0.15;
 const RARE: f64 = 0.10;
 const RARE_WORDS: usize = 1 << 22;
@@ -164,7 +164,10 @@ impl Profile {
                 .trim_end_matches([',', '.', ';', ':'])
                 .to_string(),
             date: date_after_2000(days),
-            text: sentences.join(" "),
+            // One sentence a line: every reader splits them where they were drawn, which is what
+            // lets a scale build embed each distinct sentence once (web text often lacks the
+            // final period that would otherwise mark the boundary).
+            text: sentences.join("\n"),
             host: format!("site{host}.example.org"),
             sentences,
         }
