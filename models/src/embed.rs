@@ -86,7 +86,17 @@ impl OnnxEmbedder {
         &self.config
     }
 
-    fn embed(&mut self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, ModelError> {
+    /// `batch` texts per model call at most. A dynamically quantised model computes one
+    /// activation scale per call, so a text's vector depends slightly on what shares its call:
+    /// queries therefore go one per call (a query always gets the same vector, alone or in a
+    /// batch request), while documents are batched (the build is still deterministic: the same
+    /// corpus gives the same calls).
+    fn embed(
+        &mut self,
+        texts: &[&str],
+        prefix: &str,
+        batch: usize,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
         let mut rows: Vec<TokenRow> = self
             .tokenizer
@@ -101,7 +111,7 @@ impl OnnxEmbedder {
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(rows[i].ids.len()));
         let mut out = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(self.config.batch_size.unwrap_or(BATCH)) {
+        for batch in order.chunks(batch) {
             let batch_rows: Vec<TokenRow> = batch
                 .iter()
                 .map(|&i| std::mem::take(&mut rows[i]))
@@ -196,11 +206,12 @@ impl Embedder for OnnxEmbedder {
 
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let prefix = self.config.query_prefix.clone();
-        self.embed(texts, &prefix)
+        self.embed(texts, &prefix, 1)
     }
 
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let prefix = self.config.document_prefix.clone();
-        self.embed(texts, &prefix)
+        let batch = self.config.batch_size.unwrap_or(BATCH);
+        self.embed(texts, &prefix, batch)
     }
 }

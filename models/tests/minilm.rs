@@ -51,15 +51,21 @@ fn batching_and_order_do_not_change_vectors() {
         })
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // Queries go one per model call: alone or in a batch, a query gets the same vector.
+    let queries = e.embed_queries(&refs).expect("queries");
+    // Documents are batched; with dynamic int8 quantisation (one activation scale per call) a
+    // document's vector moves slightly with its batch, but the same batch gives the same vectors.
     let together = e.embed_documents(&refs).expect("batch");
+    assert_eq!(together, e.embed_documents(&refs).expect("again"));
     for (i, text) in refs.iter().enumerate().step_by(7) {
+        assert_eq!(
+            queries[i],
+            e.embed_queries(&[text]).expect("query")[0],
+            "query {i}"
+        );
         let alone = &e.embed_documents(&[text]).expect("single")[0];
-        let diff = alone
-            .iter()
-            .zip(&together[i])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(diff < 1e-4, "text {i} differs by {diff}");
+        let cosine: f32 = alone.iter().zip(&together[i]).map(|(a, b)| a * b).sum();
+        assert!(cosine > 0.99, "text {i}: cosine {cosine} alone vs batched");
     }
 }
 
