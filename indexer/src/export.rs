@@ -43,6 +43,11 @@ pub fn export(
                 .unwrap_or_else(|| "1970-01-01".into()),
         };
         for path in manifest.resolve(i)? {
+            // Files beside the data that are not data (a multistream dump's index), as the
+            // build skips them.
+            if ingest::companion_reason(&path, source.format).is_some() {
+                continue;
+            }
             for item in ingest::open(&path, source.format, &context)? {
                 let Item::Document(doc) = item else { continue };
                 let Ok(key) = normalize_url(&doc.url) else {
