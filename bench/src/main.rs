@@ -58,6 +58,10 @@ enum Command {
         /// Intra-op threads for the model.
         #[arg(long, default_value_t = 2)]
         model_threads: usize,
+        /// How a document is represented in the dense document index: best-chunk (one graph
+        /// node per chunk, the default), mean or lead (one node per document).
+        #[arg(long, default_value = "best-chunk")]
+        doc_vectors: stillweb_index::dense::DocVectors,
         #[arg(long)]
         force: bool,
     },
@@ -108,6 +112,7 @@ fn main() -> anyhow::Result<()> {
             out,
             embedder,
             model_threads,
+            doc_vectors,
             force,
         } => {
             let corpus = CorpusManifest::load(&manifest)?;
@@ -121,6 +126,7 @@ fn main() -> anyhow::Result<()> {
             let mut composed = composed::SentenceComposed::new(model);
             let options = stillweb_index::BuildOptions {
                 force,
+                doc_vectors,
                 ..Default::default()
             };
             let report =
