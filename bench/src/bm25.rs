@@ -118,6 +118,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_query_file_without_id_tab_query_lines_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.tsv");
+        std::fs::write(&path, "no tab here\n").expect("write");
+        let err = load_queries(&path).expect_err("empty").to_string();
+        assert!(
+            err.contains("q.tsv") && err.contains("id<TAB>query"),
+            "{err}"
+        );
+        std::fs::write(&path, "q1\tfirst query\tsynth-3\n").expect("write");
+        assert_eq!(
+            load_queries(&path).expect("load"),
+            [("q1".into(), "first query".into())]
+        );
+        let missing = load_queries(&dir.path().join("absent.tsv")).expect_err("missing");
+        assert!(format!("{missing:#}").contains("absent.tsv"), "{missing:#}");
+    }
+
+    #[test]
     fn bag_of_words_drops_operators_and_keeps_words() {
         assert_eq!(
             bag_of_words("\"Mona Lisa\" painter -forgery site:example.org OR Louvre"),

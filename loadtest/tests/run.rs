@@ -248,4 +248,24 @@ fn refuses_a_target_that_is_not_loopback_or_not_serving() {
     assert!(!ok && stderr.contains("is not ready"), "{stderr}");
     let (ok, _, stderr) = loadtest(&["--target", &target, "--queries", q, "--out", "/tmp/x"]);
     assert!(!ok && stderr.contains("--concurrency"), "{stderr}");
+    for bad in [
+        ["--duration", "0"],
+        ["--duration", "4000"],
+        ["--k", "21"],
+        ["--batch-size", "65"],
+    ] {
+        let mut args = vec![
+            "--target",
+            &target,
+            "--queries",
+            q,
+            "--out",
+            "/tmp/x",
+            "--rate",
+            "1",
+        ];
+        args.extend_from_slice(&bad);
+        let (ok, _, stderr) = loadtest(&args);
+        assert!(!ok && stderr.contains(bad[0]), "{bad:?}: {stderr}");
+    }
 }
