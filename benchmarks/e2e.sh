@@ -4,6 +4,8 @@
 # 2. open loop at 70% of R and at 100/s (60 s each): latency percentiles and errors;
 # 3. with the CPU reranker (the MiniLM-L6-shape fixture) at pools 10 and 30: closed loop, 4 clients.
 # Each run's report.json / report.html lands in $out/<run>/; a summary in $out/results.json.
+# The server's result and query-embedding caches are off (every search pays its full cost, though
+# runs reuse queries); E2E_CACHES=on keeps the defaults.
 #
 # Usage: benchmarks/e2e.sh INDEX QUERIES.txt OUT
 set -euo pipefail
@@ -15,9 +17,12 @@ export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
 bin=target/release
 mkdir -p "$out"
 
+caches=(--result-cache-entries 0 --embedding-cache-entries 0)
+[ "${E2E_CACHES:-off}" = on ] && caches=()
+
 serve() {  # serve NAME ARGS...: starts the server, sets $url and $pid
   local name=$1; shift
-  "$bin/stillweb-server" --index "$index" --listen 127.0.0.1:0 "$@" > "$out/$name.server.out" 2> "$out/$name.server.log" &
+  "$bin/stillweb-server" --index "$index" --listen 127.0.0.1:0 "${caches[@]}" "$@" > "$out/$name.server.out" 2> "$out/$name.server.log" &
   pid=$!
   for _ in $(seq 600); do
     url=$(sed -n 's/^stillweb-server listening on //p' "$out/$name.server.out")
@@ -68,6 +73,7 @@ for report in sorted(out.glob("*/report.json")):
         "cache_hit_ratio": r.get("cache_hit_ratio"),
         "server_cpu_ms_per_search": round(r["server"]["cpu_seconds_per_search"] * 1000, 2) if r.get("server") else None,
         "server_peak_rss_mib": round(r["server"]["peak_rss_bytes"] / 2**20) if r.get("server") else None,
+        "server_private_mib_end": round(r["server"].get("rss_anon_bytes_end", 0) / 2**20) if r.get("server") else None,
     }
 (out / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
 print(json.dumps(summary, indent=1))

@@ -1,6 +1,7 @@
 //! `stillweb-bench`: the scale-corpus generator and the measuring harnesses that BENCHMARKS.md
 //! runs (see benchmarks/).
 
+mod ann;
 mod bm25;
 mod composed;
 mod rng;
@@ -86,6 +87,38 @@ enum Command {
         #[arg(long)]
         run: PathBuf,
     },
+    /// Write the ANN comparison's data: the first ROWS chunk vectors of an index, query texts
+    /// (TSV: id, query) embedded as the server embeds them, and their exact top 10.
+    AnnData {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        rows: usize,
+        #[arg(long)]
+        queries: PathBuf,
+        /// How many of the queries to use.
+        #[arg(long, default_value_t = 1_000)]
+        count: usize,
+        /// Embedder directory; default: the one `models/fetch` installs.
+        #[arg(long)]
+        embedder: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Build usearch over ann-data's vectors with stillweb's graph settings and time single-thread
+    /// searches at each ef; prints JSON (one result per quantization).
+    Ann {
+        #[arg(long)]
+        data: PathBuf,
+        /// Threads that insert nodes.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        #[arg(long, value_delimiter = ',', default_value = "32,64,128")]
+        ef: Vec<usize>,
+        /// Vector storage in the graph: f32 (what stillweb builds), i8, f16.
+        #[arg(long, value_delimiter = ',', default_value = "f32,i8")]
+        quantization: Vec<String>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -162,6 +195,48 @@ fn main() -> anyhow::Result<()> {
             let queries = bm25::load_queries(&queries)?;
             let timing = bm25::time_queries(&index, &queries, form, k, &run)?;
             println!("{}", serde_json::to_string_pretty(&timing)?);
+        }
+        Command::AnnData {
+            index,
+            rows,
+            queries,
+            count,
+            embedder,
+            out,
+        } => {
+            let texts: Vec<String> = bm25::load_queries(&queries)?
+                .into_iter()
+                .take(count)
+                .map(|(_, q)| q)
+                .collect();
+            let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
+            let mut model = stillweb_models::OnnxEmbedder::load(
+                &dir,
+                stillweb_models::ExecutionProvider::Cpu,
+                1,
+            )
+            .with_context(|| format!("loading the embedder from {}", dir.display()))?;
+            let meta = ann::prepare(&index, rows, &texts, &mut model, &out)?;
+            println!("{}", serde_json::to_string_pretty(&meta)?);
+        }
+        Command::Ann {
+            data,
+            threads,
+            ef,
+            quantization,
+        } => {
+            anyhow::ensure!(threads > 0, "--threads must be at least 1");
+            let mut results = Vec::new();
+            for name in &quantization {
+                let kind = match name.as_str() {
+                    "f32" => usearch::ScalarKind::F32,
+                    "f16" => usearch::ScalarKind::F16,
+                    "i8" => usearch::ScalarKind::I8,
+                    other => anyhow::bail!("unknown quantization `{other}` (f32, f16, i8)"),
+                };
+                results.push(ann::run_usearch(&data, kind, threads, &ef)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&results)?);
         }
     }
     Ok(())

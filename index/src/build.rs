@@ -322,7 +322,7 @@ fn build_into(
                 model_id,
                 dimension,
                 metric: "cosine (unit vectors, inner product)".into(),
-                quantization: "f32".into(),
+                quantization: crate::dense::GRAPH_QUANTIZATION.into(),
                 doc_vectors: options.doc_vectors,
                 chunk_vectors,
                 hnsw_connectivity: 16,

@@ -17,6 +17,7 @@
 //! reorders the leading documents' best chunks. [`revector`] changes the document-level dense
 //! representation of a built index without embedding again.
 
+mod address_set;
 mod analyzer;
 mod build;
 pub mod dense;

@@ -37,6 +37,9 @@ pub struct SearchIndex {
     pub(crate) analyzer: TextAnalyzer,
     /// `chunk_offsets[d]..chunk_offsets[d + 1]` are the chunk ids of document `d`.
     chunk_offsets: Vec<u64>,
+    /// Where each document (by ordinal) and each chunk (by id) lives in its tantivy index.
+    pub(crate) doc_addresses: Vec<DocAddress>,
+    pub(crate) chunk_addresses: Vec<DocAddress>,
     dense: Option<DenseIndex>,
 }
 
@@ -104,6 +107,14 @@ impl SearchIndex {
             let last = chunk_offsets.last().copied().unwrap_or(0);
             chunk_offsets.push(last + u64::from(*count));
         }
+        let damaged = |reason| IndexError::Damaged {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let doc_addresses =
+            read_addresses(&doc_reader, "ord", manifest.documents).map_err(damaged)?;
+        let chunk_addresses =
+            read_addresses(&chunk_reader, "chunk_id", manifest.chunks).map_err(damaged)?;
         let dense = match &manifest.dense {
             Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
             None => None,
@@ -117,6 +128,8 @@ impl SearchIndex {
             chunk_fields,
             analyzer: english(),
             chunk_offsets,
+            doc_addresses,
+            chunk_addresses,
             dense,
         })
     }
@@ -216,6 +229,28 @@ impl SearchIndex {
 }
 
 /// Chunk counts by document ordinal, from the `ord` and `chunk_count` fast fields.
+/// The address of every record by its `key` fast field (0..count, each present once).
+fn read_addresses(reader: &IndexReader, key: &str, count: u64) -> Result<Vec<DocAddress>, String> {
+    let searcher = reader.searcher();
+    let unset = DocAddress::new(u32::MAX, u32::MAX);
+    let mut addresses = vec![unset; usize::try_from(count).map_err(|e| e.to_string())?];
+    for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let keys = segment.fast_fields().u64(key).map_err(|e| e.to_string())?;
+        for doc in segment.doc_ids_alive() {
+            if let Some(k) = keys.first(doc) {
+                let slot = addresses
+                    .get_mut(usize::try_from(k).unwrap_or(usize::MAX))
+                    .ok_or_else(|| format!("{key} {k} out of range"))?;
+                *slot = DocAddress::new(segment_ord as u32, doc);
+            }
+        }
+    }
+    match addresses.iter().position(|a| *a == unset) {
+        Some(missing) => Err(format!("no record has {key} {missing}")),
+        None => Ok(addresses),
+    }
+}
+
 fn read_chunk_counts(reader: &IndexReader, documents: u64) -> Result<Vec<u32>, String> {
     let searcher = reader.searcher();
     let mut counts = vec![0u32; usize::try_from(documents).map_err(|e| e.to_string())?];

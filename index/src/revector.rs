@@ -27,6 +27,7 @@ pub fn rebuild_doc_vectors(
         });
     };
     dense.doc_vectors = doc_vectors;
+    dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
     let (model, dimension) = (dense.model_id.clone(), dense.dimension);
     manifest.build_id = IndexManifest::compute_build_id(
         &manifest.sources,

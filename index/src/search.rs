@@ -22,13 +22,13 @@ use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::query::{
     AllQuery, BooleanQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery,
-    TermSetQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDocument, Term};
 
 use stillweb_models::Reranker;
 
+use crate::address_set::AddressSetQuery;
 use crate::fusion::{Fusion, Signal, fuse};
 use crate::query::{Constraint, ParsedQuery};
 use crate::reader::StoredDoc;
@@ -130,6 +130,11 @@ pub struct SearchParams {
 /// documents: MaxP only needs each document's best chunk, and the hybrid order already says which
 /// chunks are likely to be it.
 pub const CHUNKS_PER_DOCUMENT: usize = 2;
+
+/// A filtered search ranks the allowed pages exactly by their vectors when they have at most this
+/// many chunks (fewer vectors read than the deeper graph search it replaces visits); past it, the
+/// graph is searched further.
+const EXACT_FILTERED_CHUNKS: u64 = 20_000;
 
 impl Default for SearchParams {
     fn default() -> Self {
@@ -248,32 +253,33 @@ impl SearchIndex {
         }
         let mut candidates: Vec<u64> = doc_bm25.keys().copied().collect();
         if let (Some(dense), Some(q)) = (dense_index, query_vector) {
-            // With a filter, look further so that enough nearest pages survive it.
-            let found = dense.search_docs(q, if filter.is_some() { limit * 4 } else { limit })?;
-            let allowed = match &filter {
+            let found = match &filter {
+                None => dense.search_docs(q, limit)?,
                 Some(f) => {
-                    let ords = TermSetQuery::new(
+                    // The pages the filter allows: when their chunks are few, rank them all
+                    // exactly; otherwise look further in the graph so that enough of the
+                    // nearest pages survive the filter.
+                    let allowed = doc_searcher.search(f.as_ref(), &ScoresByKey { key: "ord" })?;
+                    let chunks: u64 = allowed
+                        .keys()
+                        .map(|&o| self.chunk_range(o).end - self.chunk_range(o).start)
+                        .sum();
+                    if chunks <= EXACT_FILTERED_CHUNKS {
+                        let mut ords: Vec<u64> = allowed.into_keys().collect();
+                        ords.sort_unstable();
+                        dense.rank_exactly(
+                            q,
+                            ords.into_iter().map(|o| (o, self.chunk_range(o))),
+                            limit,
+                        )?
+                    } else {
+                        let mut found = dense.search_docs(q, limit * 4)?;
+                        found.retain(|(o, _)| allowed.contains_key(o));
                         found
-                            .iter()
-                            .map(|&(o, _)| Term::from_field_u64(self.doc_fields.ord, o)),
-                    );
-                    let both = BooleanQuery::new(vec![
-                        (Occur::Must, f.box_clone()),
-                        (Occur::Must, Box::new(ords) as Box<dyn Query>),
-                    ]);
-                    Some(doc_searcher.search(&both, &ScoresByKey { key: "ord" })?)
+                    }
                 }
-                None => None,
             };
-            let mut taken = 0;
-            for (ord, _) in found {
-                if taken == limit {
-                    break;
-                }
-                if allowed.as_ref().is_some_and(|a| !a.contains_key(&ord)) {
-                    continue;
-                }
-                taken += 1;
+            for (ord, _) in found.into_iter().take(limit) {
                 if !doc_bm25.contains_key(&ord) {
                     candidates.push(ord);
                 }
@@ -288,10 +294,11 @@ impl SearchIndex {
         if lexical && candidates.len() > doc_bm25.len() {
             let restricted = restrict(
                 bag_of_words(self.doc_fields.content, &terms),
-                TermSetQuery::new(
+                AddressSetQuery::new(
+                    &doc_searcher,
                     candidates
                         .iter()
-                        .map(|&o| Term::from_field_u64(self.doc_fields.ord, o)),
+                        .filter_map(|&o| self.doc_addresses.get(o as usize).copied()),
                 ),
             );
             for (ord, (score, address)) in
@@ -309,10 +316,12 @@ impl SearchIndex {
         if lexical {
             let restricted = restrict(
                 bag_of_words(self.chunk_fields.context, &terms),
-                TermSetQuery::new(
+                AddressSetQuery::new(
+                    &chunk_searcher,
                     candidates
                         .iter()
-                        .map(|&o| Term::from_field_u64(self.chunk_fields.doc_ord, o)),
+                        .flat_map(|&o| self.chunk_range(o))
+                        .filter_map(|c| self.chunk_addresses.get(c as usize).copied()),
                 ),
             );
             for (chunk_id, (score, address)) in
@@ -332,9 +341,7 @@ impl SearchIndex {
         for &doc in &candidates {
             for chunk_id in self.chunk_range(doc) {
                 let similarity = match (dense_index, query_vector) {
-                    (Some(dense), Some(q)) => {
-                        Some(stillweb_models::dot(q, dense.chunk_vector(chunk_id)))
-                    }
+                    (Some(dense), Some(q)) => Some(dense.chunk_similarity(q, chunk_id)),
                     _ => None,
                 };
                 match pool.entry(chunk_id) {
@@ -752,7 +759,7 @@ fn filtered(scored: BooleanQuery, filter: Box<dyn Query>) -> BooleanQuery {
 }
 
 /// `scored` restricted to the documents of `filter`, which adds nothing to the score.
-fn restrict(scored: BooleanQuery, filter: TermSetQuery) -> BooleanQuery {
+fn restrict(scored: BooleanQuery, filter: AddressSetQuery) -> BooleanQuery {
     BooleanQuery::new(vec![
         (Occur::Must, Box::new(scored) as Box<dyn Query>),
         (

@@ -180,7 +180,7 @@ fn hnsw_recall_against_exact_search() {
             .map(|d| {
                 let best = index
                     .chunk_range(d)
-                    .map(|c| stillweb_models::dot(&vector, dense.chunk_vector(c)))
+                    .map(|c| dense.chunk_similarity(&vector, c))
                     .fold(f32::NEG_INFINITY, f32::max);
                 (d, best)
             })
@@ -259,4 +259,30 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
     .expect_err("no vectors");
     assert!(err.to_string().contains("has no vectors"), "{err}");
     assert!(!dir.path().join("never").exists());
+}
+
+/// A damaged dense part (vectors cut short, graph missing) is refused when the index is opened,
+/// naming the file, rather than served half-built.
+#[test]
+fn damaged_vectors_or_graph_are_refused_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index_dir = build(dir.path(), 40, DocVectors::BestChunk)
+        .dir()
+        .to_path_buf();
+    let dense = index_dir.join("dense");
+    let vectors = dense.join("chunks.f32");
+    let full = std::fs::read(&vectors).expect("read vectors");
+    std::fs::write(&vectors, &full[..full.len() - 4]).expect("truncate");
+    let err = SearchIndex::open(&index_dir).expect_err("short vectors");
+    let message = err.to_string();
+    assert!(
+        message.contains("chunks.f32") && message.contains("rebuild"),
+        "{message}"
+    );
+
+    std::fs::write(&vectors, &full).expect("restore");
+    SearchIndex::open(&index_dir).expect("restored index opens");
+    std::fs::remove_file(dense.join("docs.usearch")).expect("remove graph");
+    let err = SearchIndex::open(&index_dir).expect_err("no graph");
+    assert!(err.to_string().contains("docs.usearch"), "{err}");
 }

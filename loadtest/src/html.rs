@@ -100,10 +100,12 @@ pub fn render(report: &Report) -> String {
     if let Some(s) = &report.server {
         let _ = write!(
             page,
-            "<p>Server process: {:.2} CPU-seconds ({:.2} ms per search), resident {:.0} MiB at the end, peak {:.0} MiB.</p>",
+            "<p>Server process: {:.2} CPU-seconds ({:.2} ms per search), resident {:.0} MiB at the end ({:.0} MiB private, {:.0} MiB of mapped index files), peak {:.0} MiB.</p>",
             s.cpu_seconds,
             s.cpu_seconds_per_search * 1000.0,
             s.rss_bytes_end as f64 / 1048576.0,
+            s.rss_anon_bytes_end as f64 / 1048576.0,
+            s.rss_file_bytes_end as f64 / 1048576.0,
             s.peak_rss_bytes as f64 / 1048576.0
         );
     }

@@ -144,10 +144,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
-                if let Some((rss, _)) = s.memory()
+                if let Some(memory) = s.memory()
                     && let Ok(mut r) = recorder.lock()
                 {
-                    r.record_server_rss(Instant::now(), rss);
+                    r.record_server_rss(Instant::now(), memory.rss);
                 }
             }
         })
@@ -158,9 +158,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     let server_usage = match (&server, cpu_before) {
         (Some(s), Some(before)) => match (s.cpu(), s.memory()) {
-            (Some(after), Some((rss, peak))) => {
-                Some((after.cpu_seconds - before.cpu_seconds, rss, peak))
-            }
+            (Some(after), Some(memory)) => Some((after.cpu_seconds - before.cpu_seconds, memory)),
             _ => None,
         },
         _ => None,

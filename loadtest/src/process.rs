@@ -9,6 +9,18 @@ pub struct ServerProcess {
     ticks_per_second: f64,
 }
 
+/// Resident memory of a process, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    /// Resident now (`VmRSS`) and at its peak (`VmHWM`).
+    pub rss: u64,
+    pub peak: u64,
+    /// Of `rss`: private memory (`RssAnon`), and pages of mapped files (`RssFile`: a
+    /// memory-mapped index, shared with the page cache and reclaimable under pressure).
+    pub anon: u64,
+    pub file: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuSample {
     /// User plus system CPU seconds since the process started.
@@ -40,15 +52,20 @@ impl ServerProcess {
         })
     }
 
-    /// Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in bytes.
-    pub fn memory(&self) -> Option<(u64, u64)> {
+    /// Resident memory, in bytes.
+    pub fn memory(&self) -> Option<Memory> {
         let status = std::fs::read_to_string(self.proc_dir.join("status")).ok()?;
         let field = |name: &str| -> Option<u64> {
             let line = status.lines().find(|l| l.starts_with(name))?;
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             Some(kib * 1024)
         };
-        Some((field("VmRSS:")?, field("VmHWM:")?))
+        Some(Memory {
+            rss: field("VmRSS:")?,
+            peak: field("VmHWM:")?,
+            anon: field("RssAnon:")?,
+            file: field("RssFile:")?,
+        })
     }
 }
 
@@ -76,8 +93,8 @@ mod tests {
         }
         assert!(x != 1);
         assert!(me.cpu().expect("cpu").cpu_seconds > 0.0);
-        let (rss, peak) = me.memory().expect("memory");
-        assert!(rss > 0 && peak >= rss);
+        let m = me.memory().expect("memory");
+        assert!(m.rss > 0 && m.peak >= m.rss && m.anon > 0 && m.anon <= m.rss);
         assert!(ServerProcess::new(u32::MAX).is_err());
     }
 }

@@ -77,6 +77,10 @@ pub struct ServerUsage {
     pub cpu_seconds_per_search: f64,
     pub rss_bytes_end: u64,
     pub peak_rss_bytes: u64,
+    /// Of `rss_bytes_end`: private memory, and pages of mapped files (the memory-mapped index,
+    /// shared with the page cache and reclaimable under pressure).
+    pub rss_anon_bytes_end: u64,
+    pub rss_file_bytes_end: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -129,8 +133,8 @@ pub struct RunFacts<'a> {
     pub target: &'a str,
     pub plan: &'a Plan,
     pub distinct_queries: usize,
-    /// Server CPU seconds spent during the run, and its memory (now, peak).
-    pub server: Option<(f64, u64, u64)>,
+    /// Server CPU seconds spent during the run, and its memory at the end.
+    pub server: Option<(f64, crate::process::Memory)>,
 }
 
 pub fn build(recorder: &Recorder, facts: &RunFacts<'_>) -> Report {
@@ -209,11 +213,13 @@ pub fn build(recorder: &Recorder, facts: &RunFacts<'_>) -> Report {
             completed: recorder.episodes_completed,
             failed: recorder.episodes_failed,
         }),
-        server: facts.server.map(|(cpu, rss, peak)| ServerUsage {
+        server: facts.server.map(|(cpu, memory)| ServerUsage {
             cpu_seconds: cpu,
             cpu_seconds_per_search: cpu / searches.max(1) as f64,
-            rss_bytes_end: rss,
-            peak_rss_bytes: peak,
+            rss_bytes_end: memory.rss,
+            peak_rss_bytes: memory.peak,
+            rss_anon_bytes_end: memory.anon,
+            rss_file_bytes_end: memory.file,
         }),
         percentiles,
         timeline,
