@@ -262,7 +262,10 @@ impl SearchIndex {
                     let allowed = doc_searcher.search(f.as_ref(), &ScoresByKey { key: "ord" })?;
                     let chunks: u64 = allowed
                         .keys()
-                        .map(|&o| self.chunk_range(o).end - self.chunk_range(o).start)
+                        .map(|&o| {
+                            let range = self.chunk_range(o);
+                            range.end - range.start
+                        })
                         .sum();
                     if chunks <= EXACT_FILTERED_CHUNKS {
                         let mut ords: Vec<u64> = allowed.into_keys().collect();
