@@ -294,3 +294,45 @@ fn damaged_vectors_or_graph_are_refused_at_open() {
     let err = SearchIndex::open(&index_dir).expect_err("no graph");
     assert!(err.to_string().contains("docs.usearch"), "{err}");
 }
+
+/// A manifest naming an unknown graph quantization, or a graph from another index, is refused at
+/// open with what is wrong and what to do.
+#[test]
+fn foreign_graph_or_unknown_quantization_is_refused_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = build(dir.path(), 40, DocVectors::BestChunk)
+        .dir()
+        .to_path_buf();
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir_all(&other_dir).expect("mkdir");
+    let other = build(&other_dir, 60, DocVectors::BestChunk)
+        .dir()
+        .to_path_buf();
+
+    let graph = small.join("dense").join("docs.usearch");
+    let own = std::fs::read(&graph).expect("read graph");
+    std::fs::copy(other.join("dense").join("docs.usearch"), &graph).expect("swap graph");
+    let err = SearchIndex::open(&small).expect_err("foreign graph");
+    let message = err.to_string();
+    assert!(
+        message.contains("docs.usearch")
+            && message.contains("nodes, expected")
+            && message.contains("rebuild"),
+        "{message}"
+    );
+    std::fs::write(&graph, own).expect("restore graph");
+
+    let manifest = small.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    assert!(text.contains("\"quantization\": \"i8\""), "{text}");
+    std::fs::write(
+        &manifest,
+        text.replace("\"quantization\": \"i8\"", "\"quantization\": \"q4\""),
+    )
+    .expect("write manifest");
+    let err = SearchIndex::open(&small).expect_err("unknown quantization");
+    assert!(
+        err.to_string().contains("unknown graph quantization `q4`"),
+        "{err}"
+    );
+}
