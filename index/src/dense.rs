@@ -340,11 +340,7 @@ impl ChunkVectors {
 
     /// The dot product of `query` with row `id`, read straight from the mapped bytes.
     fn dot(&self, query: &[f32], id: u64) -> f32 {
-        query
-            .iter()
-            .zip(self.row_bytes(id).chunks_exact(4))
-            .map(|(q, b)| q * f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .sum()
+        stillweb_models::dot_le_bytes(query, self.row_bytes(id))
     }
 }
 

@@ -17,8 +17,8 @@
 //! reorders the leading documents' best chunks. [`revector`] changes the document-level dense
 //! representation of a built index without embedding again.
 
-mod address_set;
 mod analyzer;
+mod bm25_at;
 mod build;
 pub mod dense;
 mod error;

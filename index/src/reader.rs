@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
+use tantivy::columnar::StrColumn;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
@@ -40,6 +41,8 @@ pub struct SearchIndex {
     /// Where each document (by ordinal) and each chunk (by id) lives in its tantivy index.
     pub(crate) doc_addresses: Vec<DocAddress>,
     pub(crate) chunk_addresses: Vec<DocAddress>,
+    /// Each docs segment's `doc_id` column (`None` in indexes built before it was a fast field).
+    doc_id_columns: Vec<Option<StrColumn>>,
     dense: Option<DenseIndex>,
 }
 
@@ -115,6 +118,12 @@ impl SearchIndex {
             read_addresses(&doc_reader, "ord", manifest.documents).map_err(damaged)?;
         let chunk_addresses =
             read_addresses(&chunk_reader, "chunk_id", manifest.chunks).map_err(damaged)?;
+        let doc_id_columns = doc_reader
+            .searcher()
+            .segment_readers()
+            .iter()
+            .map(|s| s.fast_fields().str("doc_id").ok().flatten())
+            .collect();
         let dense = match &manifest.dense {
             Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
             None => None,
@@ -130,6 +139,7 @@ impl SearchIndex {
             chunk_offsets,
             doc_addresses,
             chunk_addresses,
+            doc_id_columns,
             dense,
         })
     }
@@ -199,6 +209,24 @@ impl SearchIndex {
             .windows(2)
             .map(|w| u32::try_from(w[1] - w[0]).unwrap_or(u32::MAX))
             .collect()
+    }
+
+    /// The source id of the document at `address`: from the fast field, or from the stored page
+    /// in indexes built before the id was a fast field.
+    pub(crate) fn doc_id_at(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<String, IndexError> {
+        if let Some(Some(ids)) = self.doc_id_columns.get(address.segment_ord as usize)
+            && let Some(ord) = ids.term_ords(address.doc_id).next()
+        {
+            let mut id = String::new();
+            if let Ok(true) = ids.ord_to_str(ord, &mut id) {
+                return Ok(id);
+            }
+        }
+        Ok(self.stored_doc(searcher, address)?.doc_id)
     }
 
     pub(crate) fn stored_doc(

@@ -23,7 +23,8 @@ fn analyzed(stored: bool) -> TextOptions {
 pub struct DocFields {
     /// Position of the document in the build (manifest order); the id the chunks refer to.
     pub ord: Field,
-    /// Source-scoped id (BEIR `_id`, Wikipedia page id, ...).
+    /// Source-scoped id (BEIR `_id`, Wikipedia page id, ...). A fast field too, so that a hit's
+    /// id is read without decompressing its stored page (indexes built before still read it there).
     pub doc_id: Field,
     /// Normalised URL: the lookup key for visits.
     pub url_key: Field,
@@ -46,7 +47,7 @@ impl DocFields {
         let mut b = Schema::builder();
         let fields = DocFields {
             ord: b.add_u64_field("ord", INDEXED | FAST | STORED),
-            doc_id: b.add_text_field("doc_id", STRING | STORED),
+            doc_id: b.add_text_field("doc_id", STRING | STORED | FAST),
             url_key: b.add_text_field("url_key", STRING),
             host: b.add_text_field("host", STRING),
             url: b.add_text_field("url", STORED),

@@ -15,7 +15,7 @@
 //! Ties are broken by document ordinal and chunk id, so the same index, query and parameters
 //! always give the same list.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
@@ -28,7 +28,7 @@ use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader, TantivyDo
 
 use stillweb_models::Reranker;
 
-use crate::address_set::AddressSetQuery;
+use crate::bm25_at::bm25_at;
 use crate::fusion::{Fusion, Signal, fuse};
 use crate::query::{Constraint, ParsedQuery};
 use crate::reader::StoredDoc;
@@ -198,7 +198,6 @@ struct PoolChunk {
     doc: u64,
     bm25: Option<f32>,
     dense: Option<f32>,
-    address: Option<DocAddress>,
 }
 
 impl SearchIndex {
@@ -231,7 +230,6 @@ impl SearchIndex {
 
         // Stage 1.
         let mut clock = std::time::Instant::now();
-        let mut addresses: HashMap<u64, DocAddress> = HashMap::new();
         let mut doc_bm25: BTreeMap<u64, f32> = BTreeMap::new();
         if lexical {
             let scored = bag_of_words(self.doc_fields.content, &terms);
@@ -242,11 +240,13 @@ impl SearchIndex {
                 },
                 &TopDocs::with_limit(limit).order_by_score(),
             )?;
+            let ords = doc_searcher
+                .segment_readers()
+                .iter()
+                .map(|s| column(s, "ord"))
+                .collect::<Result<Vec<_>, _>>()?;
             for (score, address) in top {
-                if let Some(ord) = column(doc_searcher.segment_reader(address.segment_ord), "ord")?
-                    .first(address.doc_id)
-                {
-                    addresses.insert(ord, address);
+                if let Some(ord) = ords[address.segment_ord as usize].first(address.doc_id) {
                     doc_bm25.insert(ord, score);
                 }
             }
@@ -259,25 +259,23 @@ impl SearchIndex {
                     // The pages the filter allows: when their chunks are few, rank them all
                     // exactly; otherwise look further in the graph so that enough of the
                     // nearest pages survive the filter.
-                    let allowed = doc_searcher.search(f.as_ref(), &ScoresByKey { key: "ord" })?;
+                    let allowed = doc_searcher.search(f.as_ref(), &SortedOrds)?;
                     let chunks: u64 = allowed
-                        .keys()
+                        .iter()
                         .map(|&o| {
                             let range = self.chunk_range(o);
                             range.end - range.start
                         })
                         .sum();
                     if chunks <= EXACT_FILTERED_CHUNKS {
-                        let mut ords: Vec<u64> = allowed.into_keys().collect();
-                        ords.sort_unstable();
                         dense.rank_exactly(
                             q,
-                            ords.into_iter().map(|o| (o, self.chunk_range(o))),
+                            allowed.into_iter().map(|o| (o, self.chunk_range(o))),
                             limit,
                         )?
                     } else {
                         let mut found = dense.search_docs(q, limit * 4)?;
-                        found.retain(|(o, _)| allowed.contains_key(o));
+                        found.retain(|(o, _)| allowed.binary_search(o).is_ok());
                         found
                     }
                 }
@@ -295,83 +293,58 @@ impl SearchIndex {
         }
         // Candidates found only by the dense retriever still get their BM25 document score.
         if lexical && candidates.len() > doc_bm25.len() {
-            let restricted = restrict(
-                bag_of_words(self.doc_fields.content, &terms),
-                AddressSetQuery::new(
-                    &doc_searcher,
-                    candidates
-                        .iter()
-                        .filter_map(|&o| self.doc_addresses.get(o as usize).copied()),
-                ),
-            );
-            for (ord, (score, address)) in
-                doc_searcher.search(&restricted, &ScoresByKey { key: "ord" })?
-            {
-                doc_bm25.insert(ord, score);
-                addresses.insert(ord, address);
+            let (ords, addresses): (Vec<u64>, Vec<DocAddress>) = candidates
+                .iter()
+                .filter(|o| !doc_bm25.contains_key(o))
+                .filter_map(|&o| Some((o, *self.doc_addresses.get(o as usize)?)))
+                .unzip();
+            let scores = bm25_at(&doc_searcher, self.doc_fields.content, &terms, &addresses)?;
+            for (ord, score) in ords.into_iter().zip(scores) {
+                if let Some(score) = score {
+                    doc_bm25.insert(ord, score);
+                }
             }
         }
 
         results.timings.candidates = lap(&mut clock);
-        // Stage 2: the chunk pool.
+        // Stage 2: the chunk pool, every chunk of the candidates in chunk-id order (candidates
+        // are sorted and a document's chunks have consecutive ids).
         let chunk_searcher = self.chunk_reader.searcher();
-        let mut pool: BTreeMap<u64, PoolChunk> = BTreeMap::new();
-        if lexical {
-            let restricted = restrict(
-                bag_of_words(self.chunk_fields.context, &terms),
-                AddressSetQuery::new(
-                    &chunk_searcher,
-                    candidates
-                        .iter()
-                        .flat_map(|&o| self.chunk_range(o))
-                        .filter_map(|c| self.chunk_addresses.get(c as usize).copied()),
-                ),
-            );
-            for (chunk_id, (score, address)) in
-                chunk_searcher.search(&restricted, &ScoresByKey { key: "chunk_id" })?
-            {
-                pool.insert(
-                    chunk_id,
-                    PoolChunk {
-                        doc: u64::MAX,
-                        bm25: Some(score),
-                        dense: None,
-                        address: Some(address),
-                    },
-                );
-            }
-        }
-        for &doc in &candidates {
-            for chunk_id in self.chunk_range(doc) {
-                let similarity = match (dense_index, query_vector) {
+        let (chunks, addresses): (Vec<(u64, u64)>, Vec<DocAddress>) = candidates
+            .iter()
+            .flat_map(|&doc| self.chunk_range(doc).map(move |chunk| (doc, chunk)))
+            .filter_map(|(doc, chunk)| {
+                Some(((doc, chunk), *self.chunk_addresses.get(chunk as usize)?))
+            })
+            .unzip();
+        let bm25 = if lexical {
+            bm25_at(
+                &chunk_searcher,
+                self.chunk_fields.context,
+                &terms,
+                &addresses,
+            )?
+        } else {
+            vec![None; chunks.len()]
+        };
+        let pool: Vec<(u64, PoolChunk)> = chunks
+            .into_iter()
+            .zip(bm25)
+            .filter_map(|((doc, chunk_id), bm25)| {
+                let dense = match (dense_index, query_vector) {
                     (Some(dense), Some(q)) => Some(dense.chunk_similarity(q, chunk_id)),
                     _ => None,
                 };
-                match pool.entry(chunk_id) {
-                    std::collections::btree_map::Entry::Occupied(mut e) => {
-                        e.get_mut().doc = doc;
-                        e.get_mut().dense = similarity;
-                    }
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        if similarity.is_some() {
-                            e.insert(PoolChunk {
-                                doc,
-                                bm25: None,
-                                dense: similarity,
-                                address: None,
-                            });
-                        }
-                    }
-                }
-            }
-        }
-        pool.retain(|_, c| c.doc != u64::MAX);
+                (bm25.is_some() || dense.is_some())
+                    .then_some((chunk_id, PoolChunk { doc, bm25, dense }))
+            })
+            .collect();
 
         // Chunk scores: normalised signals, weighted; each document's chunks best first.
-        let bm25_range = min_max(pool.values().filter_map(|c| c.bm25));
-        let dense_range = min_max(pool.values().filter_map(|c| c.dense));
+        let bm25_range = min_max(pool.iter().filter_map(|(_, c)| c.bm25));
+        let dense_range = min_max(pool.iter().filter_map(|(_, c)| c.dense));
         let mut by_doc: BTreeMap<u64, Vec<(f32, u64)>> = BTreeMap::new();
-        for (&chunk_id, c) in &pool {
+        for &(chunk_id, c) in &pool {
             let score = w.bm25_chunk * normalized(c.bm25, bm25_range)
                 + w.dense_chunk * normalized(c.dense, dense_range);
             by_doc.entry(c.doc).or_default().push((score, chunk_id));
@@ -407,8 +380,6 @@ impl SearchIndex {
         let context = Context {
             doc_searcher: &doc_searcher,
             chunk_searcher: &chunk_searcher,
-            addresses: &addresses,
-            pool: &pool,
         };
         results.timings.chunks = lap(&mut clock);
         if let Some(reranker) = reranker.filter(|_| params.rerank_pool > 0) {
@@ -635,28 +606,16 @@ impl SearchIndex {
         };
         let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score())?;
         top.into_iter()
-            .map(|(score, address)| {
-                let doc: TantivyDocument = searcher.doc(address)?;
-                let id = doc
-                    .get_first(self.doc_fields.doc_id)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                Ok((id, score))
-            })
+            .map(|(score, address)| Ok((self.doc_id_at(&searcher, address)?, score)))
             .collect()
     }
 
     /// A document's stored fields by ordinal.
     fn doc_at(&self, context: &Context<'_>, ord: u64) -> Result<Option<StoredDoc>, IndexError> {
-        let address = match context.addresses.get(&ord) {
-            Some(a) => *a,
-            None => match self.address_by_u64(context.doc_searcher, self.doc_fields.ord, ord)? {
-                Some(a) => a,
-                None => return Ok(None),
-            },
-        };
-        Ok(Some(self.stored_doc(context.doc_searcher, address)?))
+        match self.doc_addresses.get(ord as usize) {
+            Some(&address) => Ok(Some(self.stored_doc(context.doc_searcher, address)?)),
+            None => Ok(None),
+        }
     }
 
     /// A chunk's stored text by id.
@@ -665,16 +624,8 @@ impl SearchIndex {
         context: &Context<'_>,
         chunk_id: u64,
     ) -> Result<Option<String>, IndexError> {
-        let address = match context.pool.get(&chunk_id).and_then(|c| c.address) {
-            Some(a) => a,
-            None => match self.address_by_u64(
-                context.chunk_searcher,
-                self.chunk_fields.chunk_id,
-                chunk_id,
-            )? {
-                Some(a) => a,
-                None => return Ok(None),
-            },
+        let Some(&address) = self.chunk_addresses.get(chunk_id as usize) else {
+            return Ok(None);
         };
         let chunk: TantivyDocument = context.chunk_searcher.doc(address)?;
         Ok(chunk
@@ -682,28 +633,12 @@ impl SearchIndex {
             .and_then(|v| v.as_str())
             .map(str::to_string))
     }
-
-    /// The tantivy address of the document whose u64 `field` equals `value`.
-    fn address_by_u64(
-        &self,
-        searcher: &tantivy::Searcher,
-        field: Field,
-        value: u64,
-    ) -> Result<Option<DocAddress>, IndexError> {
-        let query = TermQuery::new(Term::from_field_u64(field, value), IndexRecordOption::Basic);
-        Ok(searcher
-            .search(&query, &TopDocs::with_limit(1).order_by_score())?
-            .first()
-            .map(|(_, a)| *a))
-    }
 }
 
-/// What the later steps of one search read: the searchers and the addresses stage 1 and 2 found.
+/// The searchers the later steps of one search read from (one snapshot of each index).
 struct Context<'a> {
     doc_searcher: &'a tantivy::Searcher,
     chunk_searcher: &'a tantivy::Searcher,
-    addresses: &'a HashMap<u64, DocAddress>,
-    pool: &'a BTreeMap<u64, PoolChunk>,
 }
 
 /// The time since `clock`, which restarts.
@@ -761,70 +696,52 @@ fn filtered(scored: BooleanQuery, filter: Box<dyn Query>) -> BooleanQuery {
     ])
 }
 
-/// `scored` restricted to the documents of `filter`, which adds nothing to the score.
-fn restrict(scored: BooleanQuery, filter: AddressSetQuery) -> BooleanQuery {
-    BooleanQuery::new(vec![
-        (Occur::Must, Box::new(scored) as Box<dyn Query>),
-        (
-            Occur::Must,
-            Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
-        ),
-    ])
-}
-
 fn column(segment: &SegmentReader, name: &str) -> Result<Column<u64>, IndexError> {
     Ok(segment.fast_fields().u64(name)?)
 }
 
-/// Collects every match's score and address, keyed by a u64 fast field.
-struct ScoresByKey {
-    key: &'static str,
-}
+/// Collects the ordinals of the matching pages, sorted (no scoring).
+struct SortedOrds;
 
-type Scores = HashMap<u64, (Score, DocAddress)>;
-
-impl Collector for ScoresByKey {
-    type Fruit = Scores;
-    type Child = ScoresByKeySegment;
+impl Collector for SortedOrds {
+    type Fruit = Vec<u64>;
+    type Child = SortedOrdsSegment;
 
     fn for_segment(
         &self,
-        segment_ord: SegmentOrdinal,
+        _segment_ord: SegmentOrdinal,
         segment: &SegmentReader,
-    ) -> tantivy::Result<ScoresByKeySegment> {
-        Ok(ScoresByKeySegment {
-            segment_ord,
-            keys: segment.fast_fields().u64(self.key)?,
-            scores: HashMap::new(),
+    ) -> tantivy::Result<SortedOrdsSegment> {
+        Ok(SortedOrdsSegment {
+            ords: segment.fast_fields().u64("ord")?,
+            found: Vec::new(),
         })
     }
 
     fn requires_scoring(&self) -> bool {
-        true
+        false
     }
 
-    fn merge_fruits(&self, fruits: Vec<Scores>) -> tantivy::Result<Scores> {
-        Ok(fruits.into_iter().flatten().collect())
+    fn merge_fruits(&self, fruits: Vec<Vec<u64>>) -> tantivy::Result<Vec<u64>> {
+        let mut all: Vec<u64> = fruits.into_iter().flatten().collect();
+        all.sort_unstable();
+        Ok(all)
     }
 }
 
-struct ScoresByKeySegment {
-    segment_ord: SegmentOrdinal,
-    keys: Column<u64>,
-    scores: Scores,
+struct SortedOrdsSegment {
+    ords: Column<u64>,
+    found: Vec<u64>,
 }
 
-impl SegmentCollector for ScoresByKeySegment {
-    type Fruit = Scores;
+impl SegmentCollector for SortedOrdsSegment {
+    type Fruit = Vec<u64>;
 
-    fn collect(&mut self, doc: DocId, score: Score) {
-        if let Some(key) = self.keys.first(doc) {
-            self.scores
-                .insert(key, (score, DocAddress::new(self.segment_ord, doc)));
-        }
+    fn collect(&mut self, doc: DocId, _score: Score) {
+        self.found.extend(self.ords.first(doc));
     }
 
-    fn harvest(self) -> Scores {
-        self.scores
+    fn harvest(self) -> Vec<u64> {
+        self.found
     }
 }

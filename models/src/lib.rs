@@ -76,7 +76,67 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-/// Dot product; for unit vectors, the cosine similarity.
+/// Running sums kept apart in [`dot`]: one running sum is a chain of dependent additions the
+/// compiler may not reorder, so it cannot use SIMD registers (profiled at ~10% of a search's CPU
+/// at 1M chunks before this).
+const LANES: usize = 16;
+
+/// Dot product; for unit vectors, the cosine similarity. Deterministic: the same inputs always
+/// sum in the same order.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let n = a.len().min(b.len());
+    let (a_lanes, a_tail) = a[..n].as_chunks::<LANES>();
+    let (b_lanes, b_tail) = b[..n].as_chunks::<LANES>();
+    let mut sums = [0f32; LANES];
+    for (x, y) in a_lanes.iter().zip(b_lanes) {
+        for i in 0..LANES {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
+    sums.iter().sum::<f32>() + tail
+}
+
+/// [`dot`] of `a` with a vector stored as little-endian `f32` bytes (a memory-mapped row),
+/// read in place.
+pub fn dot_le_bytes(a: &[f32], b: &[u8]) -> f32 {
+    let n = a.len().min(b.len() / 4);
+    let (a_lanes, a_tail) = a[..n].as_chunks::<LANES>();
+    let (b_lanes, b_tail) = b[..4 * n].as_chunks::<{ 4 * LANES }>();
+    let f = |b: &[u8], i: usize| {
+        f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+    };
+    let mut sums = [0f32; LANES];
+    for (x, y) in a_lanes.iter().zip(b_lanes) {
+        for i in 0..LANES {
+            sums[i] += x[i] * f(y, i);
+        }
+    }
+    let tail: f32 = a_tail
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x * f(b_tail, i))
+        .sum();
+    sums.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_the_plain_sum_with_and_without_a_tail() {
+        for n in [0, 1, 15, 16, 17, 384, 390] {
+            let a: Vec<f32> = (0..n).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 10.0).collect();
+            let plain: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(x * y)).sum();
+            let lanes = dot(&a, &b);
+            assert!(
+                (f64::from(lanes) - plain).abs() < 1e-4,
+                "{n}: {lanes} vs {plain}"
+            );
+            let bytes: Vec<u8> = b.iter().flat_map(|x| x.to_le_bytes()).collect();
+            assert_eq!(dot_le_bytes(&a, &bytes).to_bits(), lanes.to_bits(), "{n}");
+        }
+    }
 }

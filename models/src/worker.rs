@@ -1,8 +1,10 @@
 //! Threads that own models. Callers send work over a bounded channel and wait for the reply, so
 //! an ONNX session is only ever driven by its own thread, and a flood of requests waits at the
-//! channel instead of piling up without bound.
+//! channel instead of piling up without bound. Several copies of a model (one session each) can
+//! serve one channel: a caller that blocks on the reply then never waits for another caller's
+//! model run, and each request's result stays the same whichever copy computes it.
 
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use crate::rerank::Reranker;
 use crate::{Embedder, ModelError};
@@ -30,15 +32,33 @@ impl<M: ?Sized + Send + 'static> std::fmt::Debug for ModelWorker<M> {
 
 impl<M: ?Sized + Send + 'static> ModelWorker<M> {
     /// Moves `model` onto a new thread named `name`; at most `queue` jobs wait for it.
-    pub fn spawn(mut model: Box<M>, name: &str, queue: usize) -> std::io::Result<Self> {
+    pub fn spawn(model: Box<M>, name: &str, queue: usize) -> std::io::Result<Self> {
+        Self::spawn_copies(vec![model], name, queue)
+    }
+
+    /// Moves each of `models` (copies of one model) onto its own thread named `name`; they take
+    /// jobs from one queue, where at most `queue` wait.
+    pub fn spawn_copies(models: Vec<Box<M>>, name: &str, queue: usize) -> std::io::Result<Self> {
         let (sender, receiver) = mpsc::sync_channel::<Job<M>>(queue.max(1));
-        std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || {
-                for job in receiver {
-                    job(&mut model);
-                }
-            })?;
+        let receiver = Arc::new(Mutex::new(receiver));
+        for mut model in models {
+            let receiver = Arc::clone(&receiver);
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || {
+                    loop {
+                        // The lock is held only while waiting for the next job, not while running it.
+                        let job = receiver
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .recv();
+                        match job {
+                            Ok(job) => job(&mut model),
+                            Err(_) => break,
+                        }
+                    }
+                })?;
+        }
         Ok(ModelWorker { sender })
     }
 
@@ -67,10 +87,23 @@ pub struct EmbedWorker {
 
 impl EmbedWorker {
     pub fn spawn(embedder: Box<dyn Embedder>, name: &str, queue: usize) -> std::io::Result<Self> {
-        let model_id = embedder.model_id().to_string();
-        let dimension = embedder.dimension();
+        Self::spawn_copies(vec![embedder], name, queue)
+    }
+
+    /// One thread per copy of the embedder (each its own session), serving one queue.
+    ///
+    /// # Panics
+    /// If `embedders` is empty.
+    pub fn spawn_copies(
+        embedders: Vec<Box<dyn Embedder>>,
+        name: &str,
+        queue: usize,
+    ) -> std::io::Result<Self> {
+        assert!(!embedders.is_empty(), "an embed worker needs a model");
+        let model_id = embedders[0].model_id().to_string();
+        let dimension = embedders[0].dimension();
         Ok(EmbedWorker {
-            worker: ModelWorker::spawn(embedder, name, queue)?,
+            worker: ModelWorker::spawn_copies(embedders, name, queue)?,
             model_id,
             dimension,
         })
@@ -151,6 +184,28 @@ mod tests {
         for h in handles {
             let v = h.join().expect("join");
             assert_eq!(v[0].len(), 16);
+        }
+    }
+
+    #[test]
+    fn copies_share_the_queue_and_answer_alike() {
+        let copies: Vec<Box<dyn Embedder>> = (0..3)
+            .map(|_| Box::new(HashingEmbedder::new(16)) as Box<dyn Embedder>)
+            .collect();
+        let worker = EmbedWorker::spawn_copies(copies, "test-embed", 4).expect("spawn");
+        let expected = worker
+            .embed_queries(vec!["same query".into()])
+            .expect("embed");
+        let handles: Vec<_> = (0..12)
+            .map(|_| {
+                let w = worker.clone();
+                std::thread::spawn(move || {
+                    w.embed_queries(vec!["same query".into()]).expect("embed")
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().expect("join"), expected);
         }
     }
 }
