@@ -48,6 +48,8 @@ load open-100 --workload search --rate 100 --duration 60 --seed 3
 load episode-20 --workload episode --rate 20 --duration 60 --seed 4
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
+# The MiniLM-L6-shape random reranker (cached; also builds the small fixtures).
+STILLWEB_MODELS=$models models/make-fixtures --speed > /dev/null
 reranker=$models/fixtures/cross-encoder-minilm-l6-shape
 if [ -d "$reranker" ]; then
   serve rerank --reranker "$reranker" --model-threads 2

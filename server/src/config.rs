@@ -27,6 +27,7 @@ pub struct Args {
     #[arg(long, env = "STILLWEB_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// Threads that run searches (tantivy queries, fusion, document fetches); 0 = one per core.
+    /// The query embedder gets one session per search thread.
     #[arg(long, env = "STILLWEB_SEARCH_THREADS", default_value_t = 0)]
     pub search_threads: usize,
     /// Seconds after which a search is abandoned with a 504.
