@@ -63,7 +63,6 @@ pub(crate) fn bm25_at(
 mod tests {
     use super::*;
     use tantivy::collector::TopDocs;
-    use tantivy::query::{BooleanQuery, Occur};
     use tantivy::schema::{Schema, TEXT};
     use tantivy::{Index, IndexWriter, doc};
 
@@ -90,18 +89,7 @@ mod tests {
         let searcher = index.reader().expect("reader").searcher();
         assert!(searcher.segment_readers().len() > 1);
         let terms: Vec<String> = ["pear", "kiwi", "pear", "absent"].map(String::from).into();
-        let query = BooleanQuery::new(
-            terms
-                .iter()
-                .map(|t| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(
-                        Term::from_field_text(text, t),
-                        IndexRecordOption::WithFreqs,
-                    ));
-                    (Occur::Should, q)
-                })
-                .collect(),
-        );
+        let query = crate::search::bag_of_words(text, &terms);
         let expected: std::collections::HashMap<DocAddress, Score> = searcher
             .search(&query, &TopDocs::with_limit(10_000).order_by_score())
             .expect("search")

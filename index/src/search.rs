@@ -673,7 +673,7 @@ fn lead(text: &str) -> String {
 
 /// BM25 over `field`: a disjunction of the query's terms (repeated terms count again, as in
 /// Lucene's bag of words).
-fn bag_of_words(field: Field, terms: &[String]) -> BooleanQuery {
+pub(crate) fn bag_of_words(field: Field, terms: &[String]) -> BooleanQuery {
     BooleanQuery::new(
         terms
             .iter()
