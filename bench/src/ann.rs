@@ -125,6 +125,16 @@ pub struct AnnSearch {
     pub p99_us: f64,
 }
 
+/// The usearch vector kind named on the command line.
+pub fn quantization(name: &str) -> anyhow::Result<usearch::ScalarKind> {
+    Ok(match name {
+        "f32" => usearch::ScalarKind::F32,
+        "f16" => usearch::ScalarKind::F16,
+        "i8" => usearch::ScalarKind::I8,
+        other => anyhow::bail!("unknown quantization `{other}` (f32, f16, i8)"),
+    })
+}
+
 /// Builds usearch over `base.f32` with stillweb's graph settings at `quantization` from
 /// `threads` threads, then times single-thread searches at each `ef`.
 pub fn run_usearch(
@@ -229,5 +239,39 @@ mod tests {
         let base = [1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 1.0];
         let top = exact_top(&base, 2, &[0.0, 1.0]);
         assert_eq!(top, vec![1, 3, 2, 0]);
+    }
+
+    #[test]
+    fn quantization_names_are_checked() {
+        assert!(matches!(quantization("i8"), Ok(usearch::ScalarKind::I8)));
+        let err = quantization("int4").expect_err("unknown").to_string();
+        assert!(
+            err.contains("int4") && err.contains("f32, f16, i8"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rows_beyond_the_index_are_refused_and_the_rest_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dense = dir.path().join("dense");
+        std::fs::create_dir_all(&dense).expect("mkdir");
+        let vectors: Vec<u8> = (0..3 * 16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        std::fs::write(dense.join("chunks.f32"), vectors).expect("write");
+        let mut embedder = stillweb_models::fake::HashingEmbedder::new(16);
+        let out = dir.path().join("data");
+        for rows in [0, 4] {
+            let err = prepare(dir.path(), rows, &["q".into()], &mut embedder, &out)
+                .expect_err("out of range")
+                .to_string();
+            assert!(
+                err.contains(&format!("--rows {rows}")) && err.contains("holds 3 vectors"),
+                "{err}"
+            );
+        }
+        let meta = prepare(dir.path(), 2, &["q".into()], &mut embedder, &out).expect("prepare");
+        assert_eq!((meta.base, meta.queries, meta.dimension), (2, 1, 16));
+        let base = std::fs::metadata(out.join("base.f32")).expect("base").len();
+        assert_eq!(base, 2 * 16 * 4);
     }
 }

@@ -228,12 +228,7 @@ fn main() -> anyhow::Result<()> {
             anyhow::ensure!(threads > 0, "--threads must be at least 1");
             let mut results = Vec::new();
             for name in &quantization {
-                let kind = match name.as_str() {
-                    "f32" => usearch::ScalarKind::F32,
-                    "f16" => usearch::ScalarKind::F16,
-                    "i8" => usearch::ScalarKind::I8,
-                    other => anyhow::bail!("unknown quantization `{other}` (f32, f16, i8)"),
-                };
+                let kind = ann::quantization(name)?;
                 results.push(ann::run_usearch(&data, kind, threads, &ef)?);
             }
             println!("{}", serde_json::to_string_pretty(&results)?);
