@@ -297,3 +297,46 @@ fn read_chunk_counts(reader: &IndexReader, documents: u64) -> Result<Vec<u32>, S
     }
     Ok(counts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stillweb_corpus::manifest::CorpusManifest;
+
+    /// Indexes built before document ids were a fast field have no `doc_id` column; their hits'
+    /// ids come from the stored page, and must be the same ids.
+    #[test]
+    fn hit_ids_read_alike_from_the_fast_field_and_the_stored_page() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let docs: String = (0..40)
+            .map(|d| {
+                let text = format!("A river crossing number {d}. The harbor lantern {}.", d % 7);
+                format!(
+                    "{}\n",
+                    serde_json::json!({"id": format!("page-{d}"), "url": format!("https://example.org/{d}"), "title": format!("Page {d}"), "text": text})
+                )
+            })
+            .collect();
+        std::fs::write(dir.path().join("docs.jsonl"), docs).expect("write corpus");
+        let manifest_path = dir.path().join("m.toml");
+        std::fs::write(
+            &manifest_path,
+            "name = \"ids\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
+        )
+        .expect("write manifest");
+        let corpus = CorpusManifest::load(&manifest_path).expect("manifest");
+        let out = dir.path().join("index");
+        crate::build_index_with(&corpus, &out, &crate::BuildOptions::default(), None)
+            .expect("build");
+        let mut index = SearchIndex::open(&out).expect("open");
+        let query = crate::parse("harbor lantern 3");
+        let from_column = index.bm25_documents(&query, 10).expect("search");
+        assert!(index.doc_id_columns.iter().all(Option::is_some));
+        assert_eq!(from_column.len(), 10);
+        assert!(from_column.iter().all(|(id, _)| id.starts_with("page-")));
+
+        index.doc_id_columns.iter_mut().for_each(|c| *c = None);
+        let from_stored = index.bm25_documents(&query, 10).expect("search");
+        assert_eq!(from_stored, from_column);
+    }
+}
