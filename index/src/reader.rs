@@ -303,12 +303,8 @@ mod tests {
     use super::*;
     use stillweb_corpus::manifest::CorpusManifest;
 
-    /// Indexes built before document ids were a fast field have no `doc_id` column; their hits'
-    /// ids come from the stored page, and must be the same ids.
-    #[test]
-    fn hit_ids_read_alike_from_the_fast_field_and_the_stored_page() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let docs: String = (0..40)
+    fn build_pages(dir: &Path, pages: usize) -> PathBuf {
+        let docs: String = (0..pages)
             .map(|d| {
                 let text = format!("A river crossing number {d}. The harbor lantern {}.", d % 7);
                 format!(
@@ -317,17 +313,46 @@ mod tests {
                 )
             })
             .collect();
-        std::fs::write(dir.path().join("docs.jsonl"), docs).expect("write corpus");
-        let manifest_path = dir.path().join("m.toml");
+        std::fs::write(dir.join("docs.jsonl"), docs).expect("write corpus");
+        let manifest_path = dir.join("m.toml");
         std::fs::write(
             &manifest_path,
             "name = \"ids\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
         )
         .expect("write manifest");
         let corpus = CorpusManifest::load(&manifest_path).expect("manifest");
-        let out = dir.path().join("index");
+        let out = dir.join("index");
         crate::build_index_with(&corpus, &out, &crate::BuildOptions::default(), None)
             .expect("build");
+        out
+    }
+
+    /// An index whose manifest promises more pages than its docs index holds (a half-copied or
+    /// mixed-up directory) is refused at open, with both counts.
+    #[test]
+    fn a_manifest_promising_missing_pages_is_refused_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = build_pages(dir.path(), 12);
+        let path = out.join("manifest.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        manifest["documents"] = serde_json::json!(13);
+        std::fs::write(&path, manifest.to_string()).expect("write");
+        let err = SearchIndex::open(&out).expect_err("damaged").to_string();
+        assert!(
+            err.contains("manifest promises 13 documents")
+                && err.contains("found 12")
+                && err.contains("rebuild"),
+            "{err}"
+        );
+    }
+
+    /// Indexes built before document ids were a fast field have no `doc_id` column; their hits'
+    /// ids come from the stored page, and must be the same ids.
+    #[test]
+    fn hit_ids_read_alike_from_the_fast_field_and_the_stored_page() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = build_pages(dir.path(), 40);
         let mut index = SearchIndex::open(&out).expect("open");
         let query = crate::parse("harbor lantern 3");
         let from_column = index.bm25_documents(&query, 10).expect("search");
