@@ -27,7 +27,9 @@ impl SearchPool {
     }
 
     /// Runs `work` on the pool and awaits its result. A panic inside `work` becomes an internal
-    /// error for this request only.
+    /// error for this request only. Work whose caller stopped waiting before a thread reached it
+    /// (the client went away, or the request timed out in the queue) is skipped, so that an
+    /// overloaded server does not spend its cores on answers nobody will read.
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
@@ -35,9 +37,51 @@ impl SearchPool {
     {
         let (tx, rx) = oneshot::channel();
         self.pool.spawn(move || {
-            let _ = tx.send(work());
+            if !tx.is_closed() {
+                let _ = tx.send(work());
+            }
         });
         rx.await
             .map_err(|_| ApiError::internal("search task ended without a result (panic)"))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn work_whose_caller_stopped_waiting_is_skipped() {
+        let pool = SearchPool::new(1).expect("pool");
+        // Occupy the only thread until released.
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        pool.pool.spawn(move || {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv();
+        });
+        started_rx.recv().expect("first job started");
+
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(20),
+            pool.run(move || {
+                flag.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+        .await;
+        assert!(
+            gave_up.is_err(),
+            "the caller timed out while the job was queued"
+        );
+        release_tx.send(()).expect("release");
+        // A later job is answered, so the pool has gone past the skipped one.
+        assert_eq!(pool.run(|| Ok(7)).await.expect("later job"), 7);
+        assert!(!ran.load(Ordering::SeqCst), "abandoned work was skipped");
     }
 }
