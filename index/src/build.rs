@@ -40,6 +40,9 @@ pub struct BuildOptions {
     pub chunker: ChunkerConfig,
     /// How documents are represented in the dense document index (when an embedder is given).
     pub doc_vectors: DocVectors,
+    /// Threads inserting the document graph's nodes; 0: one per core. 1 makes the graph
+    /// reproducible byte for byte (more threads are faster, but their graphs differ a little).
+    pub graph_threads: usize,
 }
 
 impl Default for BuildOptions {
@@ -50,6 +53,7 @@ impl Default for BuildOptions {
             force: false,
             chunker: ChunkerConfig::default(),
             doc_vectors: DocVectors::BestChunk,
+            graph_threads: 0,
         }
     }
 }
@@ -314,9 +318,11 @@ fn build_into(
                 chunks = build.writer.written(),
                 "building the dense document index"
             );
-            let chunk_vectors = build
-                .writer
-                .finish(&build.chunk_counts, options.doc_vectors)?;
+            let chunk_vectors = build.writer.finish(
+                &build.chunk_counts,
+                options.doc_vectors,
+                options.graph_threads,
+            )?;
             let (model_id, dimension) = dense_model.unwrap_or_default();
             Some(DenseManifest {
                 model_id,

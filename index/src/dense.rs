@@ -148,6 +148,7 @@ impl ChunkVectorWriter {
         mut self,
         chunk_counts: &[u32],
         doc_vectors: DocVectors,
+        graph_threads: usize,
     ) -> Result<u64, IndexError> {
         self.out
             .flush()
@@ -158,7 +159,13 @@ impl ChunkVectorWriter {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        build_doc_graph(&dir, self.dimension, chunk_counts, doc_vectors)?;
+        build_doc_graph(
+            &dir,
+            self.dimension,
+            chunk_counts,
+            doc_vectors,
+            graph_threads,
+        )?;
         Ok(self.written)
     }
 }
@@ -167,14 +174,16 @@ impl ChunkVectorWriter {
 /// (best chunk), or one per document keyed by ordinal (its first chunk, or the normalised mean of
 /// its chunks).
 ///
-/// Nodes are inserted from one thread per core (HNSW insertion is most of a large build), so the
-/// graph's links depend on thread timing: two builds of one corpus find the same neighbours up to
-/// HNSW's approximation, not byte-identical graphs. Searching a built graph is deterministic.
+/// Nodes are inserted from `threads` threads (0: one per core; HNSW insertion is most of a large
+/// build). With more than one the graph's links depend on thread timing: two builds of one corpus
+/// find the same neighbours up to HNSW's approximation, not byte-identical graphs. With one thread
+/// the graph is reproducible byte for byte. Searching a built graph is deterministic either way.
 pub fn build_doc_graph(
     dir: &Path,
     dimension: usize,
     chunk_counts: &[u32],
     doc_vectors: DocVectors,
+    threads: usize,
 ) -> Result<(), IndexError> {
     let graph_path = dir.join(DOC_GRAPH);
     let chunks = ChunkVectors::open(
@@ -197,7 +206,10 @@ pub fn build_doc_graph(
             .filter(|&d| chunk_counts[d as usize] > 0)
             .collect(),
     };
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => n,
+    };
     let graph = graph_options(dimension, GRAPH_QUANTIZATION)
         .map_err(|e| graph_error(&graph_path, e))
         .and_then(|o| usearch::Index::new(&o).map_err(|e| graph_error(&graph_path, e)))?;

@@ -10,11 +10,13 @@ use crate::dense::{CHUNK_VECTORS, DENSE_DIR, DocVectors, build_doc_graph};
 use crate::manifest::IndexManifest;
 use crate::{IndexError, SearchIndex};
 
-/// Writes to `out` a copy of the index at `source` whose document graph uses `doc_vectors`.
+/// Writes to `out` a copy of the index at `source` whose document graph uses `doc_vectors`,
+/// inserted from `graph_threads` threads (0: one per core; 1: reproducible byte for byte).
 pub fn rebuild_doc_vectors(
     source: &Path,
     out: &Path,
     doc_vectors: DocVectors,
+    graph_threads: usize,
     force: bool,
 ) -> Result<IndexManifest, IndexError> {
     let index = SearchIndex::open(source)?;
@@ -50,7 +52,13 @@ pub fn rebuild_doc_vectors(
             &source.join(DENSE_DIR).join(CHUNK_VECTORS),
             &dense_dir.join(CHUNK_VECTORS),
         )?;
-        build_doc_graph(&dense_dir, dimension, &index.chunk_counts(), doc_vectors)?;
+        build_doc_graph(
+            &dense_dir,
+            dimension,
+            &index.chunk_counts(),
+            doc_vectors,
+            graph_threads,
+        )?;
         manifest.write(&tmp)
     })();
     if let Err(e) = result {

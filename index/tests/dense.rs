@@ -207,7 +207,7 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
     let direct = build(dir.path(), 200, DocVectors::Mean);
     let out = dir.path().join("revectored");
     let manifest =
-        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Mean, false)
+        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Mean, 0, false)
             .expect("revector");
     assert_eq!(manifest.build_id, direct.manifest().build_id);
     assert_ne!(manifest.build_id, best.manifest().build_id);
@@ -253,7 +253,7 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
     }
     // The output is refused if it exists; an index without vectors cannot be revectored.
     let err =
-        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Lead, false)
+        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Lead, 0, false)
             .expect_err("exists");
     assert!(matches!(err, IndexError::Exists { .. }));
     let lexical = dir.path().join("lexical");
@@ -267,6 +267,7 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
         &lexical,
         &dir.path().join("never"),
         DocVectors::Mean,
+        0,
         false,
     )
     .expect_err("no vectors");
@@ -276,6 +277,48 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
 
 /// A damaged dense part (vectors cut short, graph missing) is refused when the index is opened,
 /// naming the file, rather than served half-built.
+/// One graph thread builds the same document graph byte for byte every time (research users
+/// rebuilding a frozen corpus expect the same index), and the revectored copy does too.
+#[test]
+fn one_graph_thread_builds_identical_graphs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = CorpusManifest::load(&write_corpus(dir.path(), 400)).expect("manifest");
+    let options = BuildOptions {
+        graph_threads: 1,
+        ..BuildOptions::default()
+    };
+    let graph = |name: &str| {
+        let out = dir.path().join(name);
+        let mut embedder = HashingEmbedder::new(64);
+        build_index_with(
+            &manifest,
+            &out,
+            &options,
+            Some(&mut embedder as &mut dyn Embedder),
+        )
+        .expect("build");
+        (
+            out.clone(),
+            std::fs::read(out.join("dense/docs.usearch")).expect("graph"),
+        )
+    };
+    let (first_dir, first) = graph("first");
+    let (_, second) = graph("second");
+    assert!(!first.is_empty());
+    assert!(
+        first == second,
+        "two one-thread builds gave different graphs"
+    );
+
+    let revectored = |name: &str| {
+        let out = dir.path().join(name);
+        stillweb_index::revector::rebuild_doc_vectors(&first_dir, &out, DocVectors::Mean, 1, false)
+            .expect("revector");
+        std::fs::read(out.join("dense/docs.usearch")).expect("graph")
+    };
+    assert!(revectored("mean-1") == revectored("mean-2"));
+}
+
 #[test]
 fn damaged_vectors_or_graph_are_refused_at_open() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -54,6 +54,10 @@ enum Command {
         /// How a document is represented in the dense document index: best-chunk, mean or lead.
         #[arg(long, default_value = "best-chunk")]
         doc_vectors: DocVectors,
+        /// Threads inserting the document graph; 0 = one per core. 1 builds the same graph byte
+        /// for byte every time (slower); more threads give graphs that differ a little per build.
+        #[arg(long, default_value_t = 0)]
+        graph_threads: usize,
     },
     /// Copy an index with another document-level dense representation, from its stored chunk
     /// vectors (no re-embedding); prints the new manifest (JSON).
@@ -67,6 +71,9 @@ enum Command {
         /// best-chunk, mean or lead.
         #[arg(long)]
         doc_vectors: DocVectors,
+        /// Threads inserting the document graph; 0 = one per core, 1 = reproducible byte for byte.
+        #[arg(long, default_value_t = 0)]
+        graph_threads: usize,
         /// Replace an existing index at --out.
         #[arg(long)]
         force: bool,
@@ -220,6 +227,7 @@ fn main() -> anyhow::Result<()> {
             no_dense,
             model,
             doc_vectors,
+            graph_threads,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&max_bad_fraction),
@@ -231,6 +239,7 @@ fn main() -> anyhow::Result<()> {
                 writer_memory_bytes: writer_memory_mib.max(16) << 20,
                 force,
                 doc_vectors,
+                graph_threads,
                 ..BuildOptions::default()
             };
             let mut embedder = if no_dense { None } else { Some(model.load()?) };
@@ -264,10 +273,11 @@ fn main() -> anyhow::Result<()> {
             index,
             out,
             doc_vectors,
+            graph_threads,
             force,
         } => {
-            let manifest =
-                rebuild_doc_vectors(&index, &out, doc_vectors, force).with_context(|| {
+            let manifest = rebuild_doc_vectors(&index, &out, doc_vectors, graph_threads, force)
+                .with_context(|| {
                     format!(
                         "re-deriving document vectors of {} into {}",
                         index.display(),
