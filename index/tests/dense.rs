@@ -76,20 +76,25 @@ fn write_corpus(dir: &Path, documents: usize) -> std::path::PathBuf {
 
 fn build(dir: &Path, documents: usize, doc_vectors: DocVectors) -> SearchIndex {
     let manifest = CorpusManifest::load(&write_corpus(dir, documents)).expect("manifest");
-    let mut embedder = HashingEmbedder::new(64);
     let out = dir.join(format!("index-{doc_vectors:?}"));
     let options = BuildOptions {
         doc_vectors,
         ..BuildOptions::default()
     };
+    build_at(&manifest, &out, &options);
+    SearchIndex::open(&out).expect("open")
+}
+
+/// Builds `manifest` into `out` with the 64-dimension hashing embedder.
+fn build_at(manifest: &CorpusManifest, out: &Path, options: &BuildOptions) {
+    let mut embedder = HashingEmbedder::new(64);
     build_index_with(
-        &manifest,
-        &out,
-        &options,
+        manifest,
+        out,
+        options,
         Some(&mut embedder as &mut dyn Embedder),
     )
     .expect("build");
-    SearchIndex::open(&out).expect("open")
 }
 
 #[test]
@@ -289,14 +294,7 @@ fn one_graph_thread_builds_identical_graphs() {
     };
     let graph = |name: &str| {
         let out = dir.path().join(name);
-        let mut embedder = HashingEmbedder::new(64);
-        build_index_with(
-            &manifest,
-            &out,
-            &options,
-            Some(&mut embedder as &mut dyn Embedder),
-        )
-        .expect("build");
+        build_at(&manifest, &out, &options);
         (
             out.clone(),
             std::fs::read(out.join("dense/docs.usearch")).expect("graph"),
