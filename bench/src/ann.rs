@@ -125,21 +125,12 @@ pub struct AnnSearch {
     pub p99_us: f64,
 }
 
-/// The usearch vector kind named on the command line.
-pub fn quantization(name: &str) -> anyhow::Result<usearch::ScalarKind> {
-    Ok(match name {
-        "f32" => usearch::ScalarKind::F32,
-        "f16" => usearch::ScalarKind::F16,
-        "i8" => usearch::ScalarKind::I8,
-        other => anyhow::bail!("unknown quantization `{other}` (f32, f16, i8)"),
-    })
-}
-
-/// Builds usearch over `base.f32` with stillweb's graph settings at `quantization` from
-/// `threads` threads, then times single-thread searches at each `ef`.
+/// Builds usearch over `base.f32` with stillweb's graph settings at `quantization` (`f32`, `f16`
+/// or `i8`, as an index manifest names it) from `threads` threads, then times single-thread
+/// searches at each `ef`.
 pub fn run_usearch(
     data: &Path,
-    quantization: usearch::ScalarKind,
+    quantization: &str,
     threads: usize,
     efs: &[usize],
 ) -> anyhow::Result<AnnResult> {
@@ -161,9 +152,8 @@ pub fn run_usearch(
         "{}: files disagree with meta.json",
         data.display()
     );
-    let mut options =
-        stillweb_index::dense::graph_options(d, "f32").map_err(|e| anyhow::anyhow!(e))?;
-    options.quantization = quantization;
+    let options =
+        stillweb_index::dense::graph_options(d, quantization).map_err(|e| anyhow::anyhow!(e))?;
     let graph = usearch::Index::new(&options)?;
     graph.reserve_capacity_and_threads(meta.base, threads)?;
     let started = Instant::now();
@@ -212,7 +202,7 @@ pub fn run_usearch(
         });
     }
     Ok(AnnResult {
-        engine: format!("usearch {quantization:?}"),
+        engine: format!("usearch {:?}", options.quantization),
         base: meta.base,
         build_threads: threads,
         build_seconds,
@@ -242,16 +232,6 @@ mod tests {
     }
 
     #[test]
-    fn quantization_names_are_checked() {
-        assert!(matches!(quantization("i8"), Ok(usearch::ScalarKind::I8)));
-        let err = quantization("int4").expect_err("unknown").to_string();
-        assert!(
-            err.contains("int4") && err.contains("f32, f16, i8"),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn rows_beyond_the_index_are_refused_and_the_rest_written() {
         let dir = tempfile::tempdir().expect("tempdir");
         let dense = dir.path().join("dense");
@@ -273,5 +253,16 @@ mod tests {
         assert_eq!((meta.base, meta.queries, meta.dimension), (2, 1, 16));
         let base = std::fs::metadata(out.join("base.f32")).expect("base").len();
         assert_eq!(base, 2 * 16 * 4);
+
+        // The written data runs; a quantization usearch graphs do not have is refused by name.
+        let result = run_usearch(&out, "i8", 1, &[8]).expect("usearch");
+        assert_eq!(result.engine, "usearch I8");
+        let err = run_usearch(&out, "int4", 1, &[8])
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            err.contains("int4") && err.contains("f32, f16, i8"),
+            "{err}"
+        );
     }
 }

@@ -228,8 +228,7 @@ fn main() -> anyhow::Result<()> {
             anyhow::ensure!(threads > 0, "--threads must be at least 1");
             let mut results = Vec::new();
             for name in &quantization {
-                let kind = ann::quantization(name)?;
-                results.push(ann::run_usearch(&data, kind, threads, &ef)?);
+                results.push(ann::run_usearch(&data, name, threads, &ef)?);
             }
             println!("{}", serde_json::to_string_pretty(&results)?);
         }
