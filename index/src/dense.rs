@@ -88,6 +88,16 @@ pub fn graph_options(dimension: usize, quantization: &str) -> Result<IndexOption
     })
 }
 
+/// An empty graph with [`graph_options`]; `path` names the graph file in errors.
+fn new_graph(
+    path: &Path,
+    dimension: usize,
+    quantization: &str,
+) -> Result<usearch::Index, IndexError> {
+    let options = graph_options(dimension, quantization).map_err(|e| graph_error(path, e))?;
+    usearch::Index::new(&options).map_err(|e| graph_error(path, e))
+}
+
 fn graph_error(path: &Path, e: impl std::fmt::Display) -> IndexError {
     IndexError::Damaged {
         path: path.to_path_buf(),
@@ -210,9 +220,7 @@ pub fn build_doc_graph(
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         n => n,
     };
-    let graph = graph_options(dimension, GRAPH_QUANTIZATION)
-        .map_err(|e| graph_error(&graph_path, e))
-        .and_then(|o| usearch::Index::new(&o).map_err(|e| graph_error(&graph_path, e)))?;
+    let graph = new_graph(&graph_path, dimension, GRAPH_QUANTIZATION)?;
     graph
         .reserve_capacity_and_threads(usize::try_from(nodes).unwrap_or(usize::MAX), threads)
         .map_err(|e| graph_error(&graph_path, e))?;
@@ -384,9 +392,7 @@ impl DenseIndex {
         let dir = index_dir.join(DENSE_DIR);
         let vectors = ChunkVectors::open(&dir, manifest.dimension, manifest.chunk_vectors)?;
         let graph_path = dir.join(DOC_GRAPH);
-        let graph = graph_options(manifest.dimension, &manifest.quantization)
-            .map_err(|e| graph_error(&graph_path, e))
-            .and_then(|o| usearch::Index::new(&o).map_err(|e| graph_error(&graph_path, e)))?;
+        let graph = new_graph(&graph_path, manifest.dimension, &manifest.quantization)?;
         graph
             .view(&graph_path.to_string_lossy())
             .map_err(|e| graph_error(&graph_path, e))?;
