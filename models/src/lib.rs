@@ -6,6 +6,7 @@
 //! - [`runtime`]: loading ONNX Runtime and choosing the execution provider, in one place;
 //! - [`batch`]: padding token rows into model inputs (either side, positions from the mask);
 //! - [`embed`]: the ONNX Runtime embedder (BERT-style mean pooling, Qwen3-style last-token pooling);
+//! - [`native`]: stillweb's own int8 BERT embedder (AMX where the CPU has it);
 //! - [`rerank`]: the BERT cross-encoder and Qwen3-Reranker;
 //! - [`fake`]: a hashing embedder for fast unit tests.
 
@@ -13,12 +14,14 @@ pub mod batch;
 pub mod config;
 pub mod embed;
 pub mod fake;
+pub mod native;
 pub mod rerank;
 pub mod runtime;
 pub mod worker;
 
-pub use config::{ModelConfig, ModelKind, PaddingSide, Pooling, models_dir};
+pub use config::{Engine, ModelConfig, ModelKind, PaddingSide, Pooling, models_dir};
 pub use embed::OnnxEmbedder;
+pub use native::NativeEmbedder;
 pub use rerank::{Reranker, load_reranker};
 pub use runtime::ExecutionProvider;
 
@@ -66,6 +69,38 @@ pub trait Embedder: Send {
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
     /// Embeds passages to index.
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
+}
+
+/// A boxed embedder is an embedder (what [`load_embedder`] returns plugs in anywhere).
+impl<E: Embedder + ?Sized> Embedder for Box<E> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn dimension(&self) -> usize {
+        (**self).dimension()
+    }
+    fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        (**self).embed_queries(texts)
+    }
+    fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        (**self).embed_documents(texts)
+    }
+}
+
+/// Loads the embedder in `dir` with the engine its `model.toml` names: the native int8 engine
+/// runs on the CPU only, so a GPU provider always gets ONNX Runtime.
+pub fn load_embedder(
+    dir: &std::path::Path,
+    provider: ExecutionProvider,
+    threads: usize,
+) -> Result<Box<dyn Embedder>, ModelError> {
+    let config = ModelConfig::load(dir)?;
+    Ok(match (config.engine, provider) {
+        (Engine::NativeInt8, ExecutionProvider::Cpu) => {
+            Box::new(NativeEmbedder::load(dir, threads)?)
+        }
+        _ => Box::new(OnnxEmbedder::load(dir, provider, threads)?),
+    })
 }
 
 /// L2-normalises `v` in place (a zero vector stays zero).

@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 use stillweb_index::SearchIndex;
 use stillweb_index::search::Mode;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
-use stillweb_models::{Embedder, OnnxEmbedder, Reranker, load_reranker};
+use stillweb_models::{Embedder, Reranker, load_embedder, load_reranker};
 use tower_http::trace::TraceLayer;
 use tracing::info;
 
@@ -125,7 +125,7 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         // (measured: ~0.4 of 2 cores idle under load).
         let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
         for _ in 0..config.search_threads.max(1) {
-            let model = OnnxEmbedder::load(&config.embedder, provider, config.model_threads)
+            let model = load_embedder(&config.embedder, provider, config.model_threads)
                 .with_context(|| {
                     format!(
                         "loading the query embedder from {}",
@@ -133,7 +133,7 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
                     )
                 })?;
             index.check_embedder(model.model_id(), model.dimension())?;
-            copies.push(Box::new(model));
+            copies.push(model);
         }
         info!(model = copies[0].model_id(), %provider, sessions = copies.len(), "query embedder loaded");
         Some(EmbedWorker::spawn_copies(copies, "stillweb-embed", 1024)?)

@@ -8,7 +8,7 @@ use axum::http::{Request, StatusCode};
 use clap::Parser;
 use serde_json::{Value, json};
 use stillweb_models::fake::HashingEmbedder;
-use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder};
+use stillweb_models::{Embedder, ExecutionProvider, load_embedder};
 use stillweb_server::{Args, app, prepare};
 use tower::ServiceExt;
 
@@ -84,7 +84,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut model = OnnxEmbedder::load(&model_dir, ExecutionProvider::Cpu, 2).expect("model");
+    let mut model = load_embedder(&model_dir, ExecutionProvider::Cpu, 2).expect("model");
     let index = build(dir.path(), &mut model);
     let state = prepare(
         Args::parse_from(["s", "--index", index.to_str().expect("path")])

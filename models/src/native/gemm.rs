@@ -1,0 +1,275 @@
+//! Linear layers in int8: weights quantised once per output channel, activations per row (per
+//! token) at each call, products summed exactly in i32, then scaled back to f32.
+//!
+//! Per-row activation scales are what make the native engine's vectors independent of batching:
+//! a token's quantisation depends on that token alone, so a text gets the same vector whatever
+//! shares its call (ONNX Runtime's dynamic quantisation uses one scale per call). Two kernels
+//! compute the same i32 sums: AMX tiles where the CPU has them, a portable loop elsewhere; the
+//! results are identical bit for bit, so an index built on one machine is queried alike on another.
+
+use super::cpu;
+
+/// Which int8 product kernel runs. Both give identical results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Intel AMX tiles (Sapphire Rapids and later, with Linux permission).
+    Amx,
+    /// Plain loops the compiler vectorises; any CPU.
+    Portable,
+}
+
+impl Kernel {
+    /// AMX where this process can use it, the portable kernel otherwise.
+    pub fn detect() -> Kernel {
+        if cpu::amx_available() {
+            Kernel::Amx
+        } else {
+            Kernel::Portable
+        }
+    }
+}
+
+/// Rows are processed in multiples of this (AMX's two 16-row tiles).
+const ROW_BLOCK: usize = 32;
+
+/// `y = x · Wᵀ + b` with int8 weights (one scale per output channel, symmetric).
+#[derive(Debug)]
+pub struct QuantLinear {
+    kernel: Kernel,
+    inputs: usize,
+    outputs: usize,
+    /// AMX: the tile layout of [`cpu::amx_matmul`]; portable: row-major `[outputs × inputs]`.
+    weights: Vec<i8>,
+    scales: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+/// Per-thread buffers reused across calls.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    quantized: Vec<i8>,
+    row_scales: Vec<f32>,
+    sums: Vec<i32>,
+}
+
+impl QuantLinear {
+    /// From an f32 weight `[outputs × inputs]` (PyTorch's layout) and bias. The AMX kernel needs
+    /// `inputs` a multiple of 64 and `outputs` of 32 (MiniLM: 384, 1,152, 1,536).
+    pub fn new(weight: &[f32], bias: &[f32], inputs: usize, kernel: Kernel) -> QuantLinear {
+        let outputs = bias.len();
+        assert_eq!(weight.len(), inputs * outputs, "weight shape");
+        let mut rows = vec![0i8; inputs * outputs];
+        let mut scales = vec![0f32; outputs];
+        for (o, (row, q)) in weight
+            .chunks(inputs)
+            .zip(rows.chunks_mut(inputs))
+            .enumerate()
+        {
+            scales[o] = quantize_row(row, q);
+        }
+        let weights = match kernel {
+            Kernel::Portable => rows,
+            Kernel::Amx => {
+                assert!(
+                    inputs.is_multiple_of(64) && outputs.is_multiple_of(32),
+                    "{inputs}×{outputs}"
+                );
+                pack_tiles(&rows, inputs, outputs)
+            }
+        };
+        QuantLinear {
+            kernel,
+            inputs,
+            outputs,
+            weights,
+            scales,
+            bias: bias.to_vec(),
+        }
+    }
+
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// `y[rows × outputs] = x[rows × inputs] · Wᵀ + b`.
+    pub fn forward(&self, x: &[f32], y: &mut [f32], scratch: &mut Scratch) {
+        let rows = x.len() / self.inputs;
+        let padded = rows.div_ceil(ROW_BLOCK) * ROW_BLOCK;
+        scratch.quantized.clear();
+        scratch.quantized.resize(padded * self.inputs, 0);
+        cpu::quantize_rows(
+            x,
+            self.inputs,
+            &mut scratch.quantized,
+            &mut scratch.row_scales,
+        );
+        scratch.sums.resize(padded * self.outputs, 0);
+        let (a, sums) = (&scratch.quantized, &mut scratch.sums);
+        match self.kernel {
+            Kernel::Amx => {
+                cpu::amx_matmul(a, &self.weights, sums, padded, self.inputs, self.outputs)
+            }
+            Kernel::Portable => cpu::portable_matmul(a, &self.weights, self.inputs, rows, sums),
+        }
+        cpu::dequantize(sums, &scratch.row_scales, &self.scales, &self.bias, y);
+    }
+}
+
+/// Quantises each row of `x` (`width` values) into `q`, appending its scale to `scales`.
+#[inline(always)]
+pub fn quantize_rows(x: &[f32], width: usize, q: &mut [i8], scales: &mut Vec<f32>) {
+    scales.clear();
+    for (row, q) in x.chunks(width).zip(q.chunks_mut(width)) {
+        scales.push(quantize_row(row, q));
+    }
+}
+
+/// `y[r][o] = sums[r][o] · row_scales[r] · scales[o] + bias[o]`, for the rows of `y`.
+#[inline(always)]
+pub fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) {
+    let width = bias.len();
+    for ((out, sums), &row_scale) in y.chunks_mut(width).zip(sums.chunks(width)).zip(row_scales) {
+        for (((out, &s), &scale), &b) in out.iter_mut().zip(sums).zip(scales).zip(bias) {
+            *out = s as f32 * (row_scale * scale) + b;
+        }
+    }
+}
+
+/// The portable kernel: `sums[r][o] = a[r] · weights[o]` for the first `rows` rows, weights
+/// row-major `[outputs × inputs]`.
+#[inline(always)]
+pub fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) {
+    let outputs = weights.len() / inputs;
+    for (a_row, out) in a.chunks(inputs).zip(sums.chunks_mut(outputs)).take(rows) {
+        for (w_row, s) in weights.chunks(inputs).zip(out.iter_mut()) {
+            *s = dot_i8(a_row, w_row);
+        }
+    }
+}
+
+/// Lanes of the running maximum in [`quantize_row`].
+const LANES: usize = 16;
+
+/// Symmetric int8 quantisation of one row: `q = round(x / scale)` with `scale = max|x| / 127`;
+/// returns the scale (0 for an all-zero row).
+#[inline(always)]
+fn quantize_row(x: &[f32], q: &mut [i8]) -> f32 {
+    let (lanes, tail) = x.as_chunks::<LANES>();
+    let mut maxima = [0f32; LANES];
+    for chunk in lanes {
+        for i in 0..LANES {
+            maxima[i] = maxima[i].max(chunk[i].abs());
+        }
+    }
+    let max = tail.iter().chain(&maxima).fold(0f32, |m, v| m.max(v.abs()));
+    if max == 0.0 {
+        q.fill(0);
+        return 0.0;
+    }
+    let inverse = 127.0 / max;
+    for (q, v) in q.iter_mut().zip(x) {
+        *q = rounded_int(v * inverse) as i8;
+    }
+    max / 127.0
+}
+
+/// 1.5 · 2²³: adding it to a float below 2²² in magnitude leaves that float rounded to the
+/// nearest integer (half to even) in the low mantissa bits.
+const MAGIC: f32 = 12_582_912.0;
+
+/// `x` rounded half to even, as an integer (|x| < 2²²), without a float-to-int conversion (whose
+/// saturating semantics keep loops from vectorising) or a libm call.
+#[inline(always)]
+fn rounded_int(x: f32) -> i32 {
+    (x + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
+}
+
+#[inline(always)]
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum()
+}
+
+/// Row-major `[outputs × inputs]` int8 into AMX's B layout: for each block of 16 outputs, for each
+/// block of 64 inputs, 16 rows holding 16 outputs × 4 consecutive inputs.
+fn pack_tiles(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i8> {
+    let mut packed = Vec::with_capacity(rows.len());
+    for column_block in 0..outputs / 16 {
+        for input_block in 0..inputs / 64 {
+            for r in 0..16 {
+                for c in 0..16 {
+                    let row = &rows[(column_block * 16 + c) * inputs..][..inputs];
+                    packed.extend_from_slice(&row[input_block * 64 + 4 * r..][..4]);
+                }
+            }
+        }
+    }
+    packed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn int8_layer_is_close_to_f32_and_exact_across_kernels() {
+        let (inputs, outputs, rows) = (128, 64, 37);
+        let w = values(inputs * outputs, 1);
+        let b = values(outputs, 2);
+        let mut x = values(rows * inputs, 3);
+        x[5] = 40.0; // an outlier only affects its own row's scale
+        let portable = QuantLinear::new(&w, &b, inputs, Kernel::Portable);
+        let mut y = vec![0f32; rows * outputs];
+        portable.forward(&x, &mut y, &mut Scratch::default());
+        for r in 1..rows {
+            for o in 0..outputs {
+                let exact: f32 = (0..inputs)
+                    .map(|i| x[r * inputs + i] * w[o * inputs + i])
+                    .sum::<f32>()
+                    + b[o];
+                assert!(
+                    (exact - y[r * outputs + o]).abs() < 0.05,
+                    "{r},{o}: {exact} vs {}",
+                    y[r * outputs + o]
+                );
+            }
+        }
+        if Kernel::detect() == Kernel::Amx {
+            let amx = QuantLinear::new(&w, &b, inputs, Kernel::Amx);
+            let mut z = vec![0f32; rows * outputs];
+            amx.forward(&x, &mut z, &mut Scratch::default());
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&y), bits(&z));
+        } else {
+            eprintln!("skipping the AMX comparison: this CPU or kernel has no AMX int8");
+        }
+    }
+
+    #[test]
+    fn rounding_is_half_to_even() {
+        for (x, r) in [
+            (0.5, 0),
+            (1.5, 2),
+            (-2.5, -2),
+            (126.6, 127),
+            (-126.6, -127),
+            (-0.4, 0),
+        ] {
+            assert_eq!(rounded_int(x), r, "{x}");
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The native int8 engine on the real all-MiniLM-L6-v2 weights that `models/fetch` installs:
+//! close to the fp32 ONNX model, identical across kernels, threads and batching.
+
+use std::path::PathBuf;
+
+use stillweb_models::config::{default_embedder_dir, models_dir};
+use stillweb_models::native::Kernel;
+use stillweb_models::{Embedder, ExecutionProvider, NativeEmbedder, OnnxEmbedder, dot};
+
+fn native(threads: usize, kernel: Kernel) -> Option<NativeEmbedder> {
+    let dir = default_embedder_dir();
+    if !dir.join("model.safetensors").is_file() {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "{} has no weights: .ci/run must run models/fetch first",
+                dir.display()
+            );
+        }
+        eprintln!("SKIPPED: no weights in {}; run models/fetch", dir.display());
+        return None;
+    }
+    Some(NativeEmbedder::load_with(&dir, threads, kernel).expect("load the native MiniLM"))
+}
+
+/// Passages to embed: the first Cranfield abstracts where the shared data is beside the
+/// checkout (long, technical, truncated at 256 tokens), else a few fixed sentences.
+fn passages(n: usize) -> Vec<String> {
+    let shared = std::env::var_os("STILLWEB_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
+    let corpus = shared.join("beir/cranfield/corpus.jsonl");
+    let Ok(text) = std::fs::read_to_string(&corpus) else {
+        eprintln!("{} not found: using fixed sentences", corpus.display());
+        return [
+            "The Mona Lisa is a half-length portrait painting by Italian artist Leonardo da Vinci.",
+            "Brno is a city in the South Moravian Region of the Czech Republic.",
+            "what causes the northern lights",
+            "Antibiotic resistance arises when bacteria evolve mechanisms that protect them from drugs.",
+        ]
+        .map(String::from)
+        .to_vec();
+    };
+    text.lines()
+        .take(n)
+        .map(|line| {
+            let doc: serde_json::Value = serde_json::from_str(line).expect("corpus line");
+            format!(
+                "{} {}",
+                doc["title"].as_str().unwrap_or(""),
+                doc["text"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn native_vectors_are_close_to_fp32_onnx() {
+    let Some(mut native) = native(2, Kernel::detect()) else {
+        return;
+    };
+    let fp32_dir = models_dir().join("all-minilm-l6-v2-fp32");
+    let mut fp32 = OnnxEmbedder::load(&fp32_dir, ExecutionProvider::Cpu, 2).expect("fp32 MiniLM");
+    let texts = passages(300);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let ours = native.embed_documents(&refs).expect("native");
+    let reference = fp32.embed_documents(&refs).expect("fp32");
+    let cosines: Vec<f32> = ours
+        .iter()
+        .zip(&reference)
+        .map(|(a, b)| dot(a, b))
+        .collect();
+    let min = cosines.iter().copied().fold(1.0, f32::min);
+    let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+    eprintln!(
+        "native int8 vs fp32 over {} passages: cosine min {min:.4}, mean {mean:.5}",
+        texts.len()
+    );
+    assert!(min >= 0.99 && mean >= 0.995, "min {min}, mean {mean}");
+}
+
+#[test]
+fn kernels_threads_and_batching_give_identical_vectors() {
+    let Some(mut two) = native(2, Kernel::detect()) else {
+        return;
+    };
+    let texts = passages(40);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let bits = |vs: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
+        vs.into_iter()
+            .map(|v| v.into_iter().map(f32::to_bits).collect())
+            .collect()
+    };
+    let batched = bits(two.embed_documents(&refs).expect("batched"));
+    let alone: Vec<Vec<u32>> = refs
+        .iter()
+        .flat_map(|t| bits(two.embed_queries(&[t]).expect("alone")))
+        .collect();
+    assert_eq!(batched, alone, "a text's vector depends on its batch");
+    let mut one = native(1, Kernel::detect()).expect("one thread");
+    assert_eq!(
+        batched,
+        bits(one.embed_documents(&refs).expect("one thread"))
+    );
+    if Kernel::detect() == Kernel::Amx {
+        let mut portable = native(2, Kernel::Portable).expect("portable");
+        assert_eq!(
+            batched,
+            bits(portable.embed_documents(&refs).expect("portable")),
+            "AMX and portable kernels differ"
+        );
+    } else {
+        eprintln!("SKIPPED the AMX comparison: this CPU or kernel has no AMX int8");
+    }
+}
