@@ -152,6 +152,7 @@ fn main() -> anyhow::Result<()> {
             let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
             let model = stillweb_models::load_embedder(
                 &dir,
+                None,
                 stillweb_models::ExecutionProvider::Cpu,
                 model_threads,
             )
@@ -210,9 +211,13 @@ fn main() -> anyhow::Result<()> {
                 .map(|(_, q)| q)
                 .collect();
             let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
-            let mut model =
-                stillweb_models::load_embedder(&dir, stillweb_models::ExecutionProvider::Cpu, 1)
-                    .with_context(|| format!("loading the embedder from {}", dir.display()))?;
+            let mut model = stillweb_models::load_embedder(
+                &dir,
+                None,
+                stillweb_models::ExecutionProvider::Cpu,
+                1,
+            )
+            .with_context(|| format!("loading the embedder from {}", dir.display()))?;
             let meta = ann::prepare(&index, rows, &texts, &mut model, &out)?;
             println!("{}", serde_json::to_string_pretty(&meta)?);
         }

@@ -14,7 +14,7 @@ use stillweb_index::fusion::Fusion;
 use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
 use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
-use stillweb_models::{Embedder, ExecutionProvider, Reranker, load_reranker};
+use stillweb_models::{Embedder, Engine, ExecutionProvider, Reranker, load_reranker};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -125,6 +125,19 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Measure the native engine's int8 products at MiniLM's weight shapes (AMX where the CPU
+    /// has it); prints JSON in GOP/s.
+    BenchGemm {
+        /// Rows (tokens) per product.
+        #[arg(long, default_value_t = 4096)]
+        rows: usize,
+        /// Threads sharing the rows; 0 = one per core.
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Seconds each shape runs for (after one warm-up call).
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
 }
 
 /// Which embedder to load.
@@ -139,6 +152,9 @@ struct ModelArgs {
     /// Where models run: cpu, cuda or cuda:N (needs the onnxruntime-gpu library).
     #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
     provider: ExecutionProvider,
+    /// What runs the embedder on the CPU: onnx or native-int8 (default: what its model.toml says).
+    #[arg(long, env = "STILLWEB_ENGINE")]
+    engine: Option<Engine>,
 }
 
 impl ModelArgs {
@@ -163,12 +179,13 @@ impl ModelArgs {
 
     fn load(&self) -> anyhow::Result<Box<dyn Embedder>> {
         let dir = self.dir();
-        stillweb_models::load_embedder(&dir, self.provider, self.threads()).with_context(|| {
-            format!(
-                "loading the embedder from {} (or pass --no-dense for a BM25-only index)",
-                dir.display()
-            )
-        })
+        stillweb_models::load_embedder(&dir, self.engine, self.provider, self.threads())
+            .with_context(|| {
+                format!(
+                    "loading the embedder from {} (or pass --no-dense for a BM25-only index)",
+                    dir.display()
+                )
+            })
     }
 }
 
@@ -318,6 +335,19 @@ fn main() -> anyhow::Result<()> {
                 .map(|e| e.get_ids().len())
                 .sum();
             let report = bench::embed_throughput(&mut embedder, &texts, tokens, model.threads())?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+        Command::BenchGemm {
+            rows,
+            threads,
+            seconds,
+        } => {
+            let threads = if threads == 0 {
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            } else {
+                threads
+            };
+            let report = bench::gemm_throughput(rows, threads, seconds);
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
         Command::Eval {

@@ -509,3 +509,62 @@ fn scifact_dense_and_hybrid_quality_floors() {
         "hybrid Recall@100 {hybrid_recall} below 0.95"
     );
 }
+
+#[test]
+fn bench_gemm_reports_every_minilm_shape() {
+    let report = json(&indexer(&[
+        "bench-gemm",
+        "--rows",
+        "100",
+        "--threads",
+        "2",
+        "--seconds",
+        "0.05",
+    ]));
+    assert!(["Amx", "Portable"].contains(&report["kernel"].as_str().expect("kernel")));
+    // 100 rows over 2 threads: each thread's share rounded up to whole 32-row blocks.
+    assert_eq!(report["rows"], 128);
+    let rates = report["int8"].as_object().expect("int8 rates");
+    assert_eq!(rates.len(), 3, "{rates:?}");
+    assert!(rates.values().all(|r| r.as_f64().expect("rate") > 0.0));
+    assert_eq!(
+        report["int8_ceiling_gops"],
+        rates
+            .values()
+            .map(|r| r.as_f64().expect("rate"))
+            .fold(0.0, f64::max)
+    );
+}
+
+#[test]
+fn engine_flag_picks_the_embedder_and_refuses_unknown_names() {
+    if !models_fetched() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let texts = dir.path().join("texts.jsonl");
+    std::fs::write(&texts, "\"what causes the northern lights\"\n").expect("write");
+    for engine in ["onnx", "native-int8"] {
+        let report = json(&indexer(&[
+            "bench-embed",
+            "--texts",
+            path_str(&texts),
+            "--engine",
+            engine,
+        ]));
+        assert_eq!(report["texts"], 1, "{engine}: {report}");
+    }
+    let refused = indexer(&[
+        "bench-embed",
+        "--texts",
+        path_str(&texts),
+        "--engine",
+        "tensorrt",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("unknown engine `tensorrt` (onnx, native-int8)"),
+        "{stderr}"
+    );
+}

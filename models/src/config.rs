@@ -55,6 +55,18 @@ pub enum Engine {
     NativeInt8,
 }
 
+impl std::str::FromStr for Engine {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Engine, String> {
+        match s {
+            "onnx" => Ok(Engine::Onnx),
+            "native-int8" => Ok(Engine::NativeInt8),
+            other => Err(format!("unknown engine `{other}` (onnx, native-int8)")),
+        }
+    }
+}
+
 /// Which end of a batch row the padding goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -214,4 +226,24 @@ pub fn default_embedder_dir() -> PathBuf {
 /// Where `models/make-fixtures` puts the random-weight test rerankers.
 pub fn fixtures_dir() -> PathBuf {
     models_dir().join("fixtures")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_parse_by_their_config_names() {
+        assert_eq!("onnx".parse(), Ok(Engine::Onnx));
+        assert_eq!("native-int8".parse(), Ok(Engine::NativeInt8));
+        assert_eq!(
+            "native".parse::<Engine>(),
+            Err("unknown engine `native` (onnx, native-int8)".to_string())
+        );
+        let config: ModelConfig = toml::from_str(
+            "id = \"m\"\nkind = \"embedder\"\nonnx = \"m.onnx\"\ntokenizer = \"t.json\"\nmax_tokens = 8\nengine = \"native-int8\"",
+        )
+        .expect("config");
+        assert_eq!(config.engine, Engine::NativeInt8);
+    }
 }

@@ -87,15 +87,19 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
 }
 
-/// Loads the embedder in `dir` with the engine its `model.toml` names: the native int8 engine
-/// runs on the CPU only, so a GPU provider always gets ONNX Runtime.
+/// Loads the embedder in `dir` with `engine`, or the one its `model.toml` names. The native
+/// int8 engine runs on the CPU only, so a GPU provider always gets ONNX Runtime.
 pub fn load_embedder(
     dir: &std::path::Path,
+    engine: Option<Engine>,
     provider: ExecutionProvider,
     threads: usize,
 ) -> Result<Box<dyn Embedder>, ModelError> {
-    let config = ModelConfig::load(dir)?;
-    Ok(match (config.engine, provider) {
+    let engine = match engine {
+        Some(engine) => engine,
+        None => ModelConfig::load(dir)?.engine,
+    };
+    Ok(match (engine, provider) {
         (Engine::NativeInt8, ExecutionProvider::Cpu) => {
             Box::new(NativeEmbedder::load(dir, threads)?)
         }

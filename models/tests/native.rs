@@ -112,3 +112,34 @@ fn kernels_threads_and_batching_give_identical_vectors() {
         eprintln!("SKIPPED the AMX comparison: this CPU or kernel has no AMX int8");
     }
 }
+
+#[test]
+fn a_missing_weights_file_is_named_with_the_fix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = default_embedder_dir();
+    let Ok(toml) = std::fs::read_to_string(source.join("model.toml")) else {
+        eprintln!(
+            "SKIPPED: no model at {}; run models/fetch",
+            source.display()
+        );
+        return;
+    };
+    std::fs::write(
+        dir.path().join("model.toml"),
+        toml.replace("model.safetensors", "gone.safetensors"),
+    )
+    .expect("toml");
+    std::fs::copy(
+        source.join("tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    std::fs::copy(source.join("config.json"), dir.path().join("config.json")).expect("config");
+    let error = NativeEmbedder::load(dir.path(), 1)
+        .expect_err("no weights")
+        .to_string();
+    assert!(
+        error.contains("gone.safetensors") && error.contains("models/fetch"),
+        "{error}"
+    );
+}

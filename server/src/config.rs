@@ -96,6 +96,10 @@ pub struct Args {
     /// Intra-op threads of each model (query embedder, reranker).
     #[arg(long, env = "STILLWEB_MODEL_THREADS", default_value_t = 1)]
     pub model_threads: usize,
+    /// What runs the query embedder on the CPU: onnx or native-int8 (default: what its
+    /// model.toml says). Use the engine the index was built with for identical vectors.
+    #[arg(long, env = "STILLWEB_ENGINE")]
+    pub engine: Option<stillweb_models::Engine>,
 }
 
 /// Validated configuration.
@@ -120,6 +124,7 @@ pub struct Config {
     pub embedding_cache_entries: usize,
     pub provider: ExecutionProvider,
     pub model_threads: usize,
+    pub engine: Option<stillweb_models::Engine>,
 }
 
 impl Args {
@@ -193,6 +198,7 @@ impl Args {
             embedding_cache_entries: self.embedding_cache_entries,
             provider: self.provider,
             model_threads: self.model_threads.max(1),
+            engine: self.engine,
         })
     }
 }

@@ -125,13 +125,18 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         // (measured: ~0.4 of 2 cores idle under load).
         let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
         for _ in 0..config.search_threads.max(1) {
-            let model = load_embedder(&config.embedder, provider, config.model_threads)
-                .with_context(|| {
-                    format!(
-                        "loading the query embedder from {}",
-                        config.embedder.display()
-                    )
-                })?;
+            let model = load_embedder(
+                &config.embedder,
+                config.engine,
+                provider,
+                config.model_threads,
+            )
+            .with_context(|| {
+                format!(
+                    "loading the query embedder from {}",
+                    config.embedder.display()
+                )
+            })?;
             index.check_embedder(model.model_id(), model.dimension())?;
             copies.push(model);
         }

@@ -84,7 +84,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut model = load_embedder(&model_dir, ExecutionProvider::Cpu, 2).expect("model");
+    let mut model = load_embedder(&model_dir, None, ExecutionProvider::Cpu, 2).expect("model");
     let index = build(dir.path(), &mut model);
     let state = prepare(
         Args::parse_from(["s", "--index", index.to_str().expect("path")])

@@ -30,7 +30,7 @@ impl Kernel {
 }
 
 /// Rows are processed in multiples of this (AMX's two 16-row tiles).
-const ROW_BLOCK: usize = 32;
+pub const ROW_BLOCK: usize = 32;
 
 /// `y = x · Wᵀ + b` with int8 weights (one scale per output channel, symmetric).
 #[derive(Debug)]
@@ -91,6 +91,25 @@ impl QuantLinear {
         self.outputs
     }
 
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// The int8 products alone: `sums[r][o] = Σ a[r][i] · W[o][i]` (exact) for the first `rows`
+    /// rows of `a`, which holds `rows` rounded up to [`ROW_BLOCK`] (zero rows after them). What
+    /// [`QuantLinear::forward`] spends its product time in, and what `stillweb-indexer
+    /// bench-gemm` measures.
+    pub fn products(&self, a: &[i8], rows: usize, sums: &mut [i32]) {
+        let padded = rows.div_ceil(ROW_BLOCK) * ROW_BLOCK;
+        assert!(a.len() >= padded * self.inputs && sums.len() >= padded * self.outputs);
+        match self.kernel {
+            Kernel::Amx => {
+                cpu::amx_matmul(a, &self.weights, sums, padded, self.inputs, self.outputs);
+            }
+            Kernel::Portable => cpu::portable_matmul(a, &self.weights, self.inputs, rows, sums),
+        }
+    }
+
     /// `y[rows × outputs] = x[rows × inputs] · Wᵀ + b`.
     pub fn forward(&self, x: &[f32], y: &mut [f32], scratch: &mut Scratch) {
         let rows = x.len() / self.inputs;
@@ -104,14 +123,14 @@ impl QuantLinear {
             &mut scratch.row_scales,
         );
         scratch.sums.resize(padded * self.outputs, 0);
-        let (a, sums) = (&scratch.quantized, &mut scratch.sums);
-        match self.kernel {
-            Kernel::Amx => {
-                cpu::amx_matmul(a, &self.weights, sums, padded, self.inputs, self.outputs)
-            }
-            Kernel::Portable => cpu::portable_matmul(a, &self.weights, self.inputs, rows, sums),
-        }
-        cpu::dequantize(sums, &scratch.row_scales, &self.scales, &self.bias, y);
+        self.products(&scratch.quantized, rows, &mut scratch.sums);
+        cpu::dequantize(
+            &scratch.sums,
+            &scratch.row_scales,
+            &self.scales,
+            &self.bias,
+            y,
+        );
     }
 }
 

@@ -48,7 +48,17 @@ impl NativeEmbedder {
     /// Loads the model described by `DIR/model.toml` (its `weights` and `config.json`), running
     /// on `threads` threads.
     pub fn load(dir: &Path, threads: usize) -> Result<NativeEmbedder, ModelError> {
-        Self::load_with(dir, threads, Kernel::detect())
+        let kernel = Kernel::detect();
+        if kernel == Kernel::Portable {
+            tracing::warn!(
+                model = %dir.display(),
+                "this CPU (or kernel) offers no AMX int8: the native engine runs its portable \
+                 kernel, ~6x slower than with AMX and ~3x slower than ONNX Runtime; pass \
+                 `--engine onnx` for speed (its vectors differ slightly from the native ones, \
+                 cosine ~0.998, so keep one engine per index where results must be identical)"
+            );
+        }
+        Self::load_with(dir, threads, kernel)
     }
 
     /// [`NativeEmbedder::load`] with a chosen kernel (tests compare the two).
