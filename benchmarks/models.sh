@@ -30,6 +30,9 @@ $bin/stillweb-indexer bench-gemm --threads "$threads" > "$work/gemm-native.json"
 echo "==> MiniLM int8 on stillweb's native engine (the default on CPUs)"
 RUST_LOG=warn $bin/stillweb-indexer bench-embed --texts "$work/chunks.jsonl" \
   --embedder "$models/all-minilm-l6-v2" --engine native-int8 --model-threads "$threads" > "$work/native-rust.json"
+echo "==> the same on its portable kernel (what CPUs without AMX run; identical vectors)"
+STILLWEB_NATIVE_KERNEL=portable RUST_LOG=warn $bin/stillweb-indexer bench-embed --texts "$work/chunks.jsonl" \
+  --embedder "$models/all-minilm-l6-v2" --engine native-int8 --model-threads "$threads" > "$work/native-portable-rust.json"
 for model in all-minilm-l6-v2 all-minilm-l6-v2-fp32; do
   echo "==> $model as ONNX: Rust ort, then Python onnxruntime"
   RUST_LOG=warn $bin/stillweb-indexer bench-embed --texts "$work/chunks.jsonl" \
@@ -63,6 +66,7 @@ def entry(rust, ceiling, python=None):
         e["rust_over_python"] = round(rust["texts_per_second"] / python["texts_per_second"], 3)
     return e
 result["embedder"]["native-int8"] = entry(load("native-rust.json"), int8_ceiling)
+result["embedder"]["native-int8-portable"] = entry(load("native-portable-rust.json"), int8_ceiling)
 result["embedder"]["onnx-int8"] = entry(load("all-minilm-l6-v2-rust.json"), int8_ceiling, load("all-minilm-l6-v2-python.json"))
 result["embedder"]["onnx-fp32"] = entry(load("all-minilm-l6-v2-fp32-rust.json"), gemm["fp32_ceiling_gflops"], load("all-minilm-l6-v2-fp32-python.json"))
 (work / "results.json").write_text(json.dumps(result, indent=1) + "\n")

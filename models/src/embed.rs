@@ -146,29 +146,9 @@ impl OnnxEmbedder {
                     .into_dimensionality::<Ix3>()
                     .map_err(|e| ModelError::Onnx(e.to_string()))?;
                 for (r, tokens) in states.axis_iter(Axis(0)).enumerate() {
-                    let real: Vec<usize> = (0..cols).filter(|&c| mask[[r, c]] != 0).collect();
-                    let v = match self.pooling {
-                        Pooling::Mean => {
-                            let mut sum = vec![0f32; tokens.shape()[1]];
-                            for &c in &real {
-                                for (s, x) in sum.iter_mut().zip(tokens.row(c)) {
-                                    *s += x;
-                                }
-                            }
-                            let n = real.len().max(1) as f32;
-                            sum.iter_mut().for_each(|s| *s /= n);
-                            sum
-                        }
-                        Pooling::LastToken => real.last().map_or_else(
-                            || vec![0.0; tokens.shape()[1]],
-                            |&c| tokens.row(c).to_vec(),
-                        ),
-                        Pooling::Cls => real.first().map_or_else(
-                            || vec![0.0; tokens.shape()[1]],
-                            |&c| tokens.row(c).to_vec(),
-                        ),
-                    };
-                    vectors.push(v);
+                    let real = (0..cols).filter(|&c| mask[[r, c]] != 0);
+                    let rows = real.map(|c| tokens.row(c));
+                    vectors.push(pool(rows, tokens.shape()[1], self.pooling));
                 }
             }
             n => {
@@ -193,6 +173,30 @@ impl OnnxEmbedder {
         }
         Ok(vectors)
     }
+}
+
+/// One vector from a text's token states, in order (real tokens only): their mean, the last or
+/// the first. No tokens give a zero vector.
+pub(crate) fn pool<'a, R: IntoIterator<Item = &'a f32>>(
+    rows: impl Iterator<Item = R>,
+    hidden: usize,
+    pooling: Pooling,
+) -> Vec<f32> {
+    let mut pooled = vec![0f32; hidden];
+    let mut count = 0usize;
+    for row in rows {
+        match pooling {
+            Pooling::Mean => pooled.iter_mut().zip(row).for_each(|(s, x)| *s += x),
+            Pooling::LastToken => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
+            Pooling::Cls if count == 0 => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
+            Pooling::Cls => {}
+        }
+        count += 1;
+    }
+    if pooling == Pooling::Mean {
+        pooled.iter_mut().for_each(|s| *s /= count.max(1) as f32);
+    }
+    pooled
 }
 
 impl Embedder for OnnxEmbedder {

@@ -19,9 +19,13 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// AMX where this process can use it, the portable kernel otherwise.
+    /// AMX where this process can use it, the portable kernel otherwise or when
+    /// `STILLWEB_NATIVE_KERNEL=portable` asks for it (to measure it, or to check on an AMX
+    /// machine that both kernels give the same vectors).
     pub fn detect() -> Kernel {
-        if cpu::amx_available() {
+        if std::env::var("STILLWEB_NATIVE_KERNEL").is_ok_and(|k| k == "portable") {
+            Kernel::Portable
+        } else if cpu::amx_available() {
             Kernel::Amx
         } else {
             Kernel::Portable

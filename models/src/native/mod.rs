@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokenizers::Tokenizer;
 
-use crate::embed::load_tokenizer;
+use crate::embed::{load_tokenizer, pool};
 use crate::{Embedder, ModelConfig, ModelError, ModelKind, Pooling, normalize};
 use bert::{Bert, Workspace};
 pub use gemm::Kernel;
@@ -49,11 +49,13 @@ impl NativeEmbedder {
     /// on `threads` threads.
     pub fn load(dir: &Path, threads: usize) -> Result<NativeEmbedder, ModelError> {
         let kernel = Kernel::detect();
-        if kernel == Kernel::Portable {
+        if kernel == Kernel::Portable && cpu::amx_available() {
+            tracing::info!("the native engine runs its portable kernel (STILLWEB_NATIVE_KERNEL)");
+        } else if kernel == Kernel::Portable {
             tracing::warn!(
                 model = %dir.display(),
                 "this CPU (or kernel) offers no AMX int8: the native engine runs its portable \
-                 kernel, ~6x slower than with AMX and ~3x slower than ONNX Runtime; pass \
+                 kernel, ~9x slower than with AMX and ~3.5x slower than ONNX Runtime; pass \
                  `--engine onnx` for speed (its vectors differ slightly from the native ones, \
                  cosine ~0.998, so keep one engine per index where results must be identical)"
             );
@@ -182,25 +184,6 @@ impl NativeEmbedder {
 
 /// Texts' vectors by their index in the caller's list.
 type Pooled = Vec<(usize, Vec<f32>)>;
-
-/// One vector from a sequence's token states (rows of `hidden` values).
-fn pool<'a>(rows: impl Iterator<Item = &'a [f32]>, hidden: usize, pooling: Pooling) -> Vec<f32> {
-    let mut pooled = vec![0f32; hidden];
-    let mut count = 0;
-    for row in rows {
-        match pooling {
-            Pooling::Mean => pooled.iter_mut().zip(row).for_each(|(s, x)| *s += x),
-            Pooling::LastToken => pooled.copy_from_slice(row),
-            Pooling::Cls if count == 0 => pooled.copy_from_slice(row),
-            Pooling::Cls => {}
-        }
-        count += 1;
-    }
-    if pooling == Pooling::Mean {
-        pooled.iter_mut().for_each(|s| *s /= count.max(1) as f32);
-    }
-    pooled
-}
 
 impl Embedder for NativeEmbedder {
     fn model_id(&self) -> &str {
