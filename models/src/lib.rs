@@ -49,6 +49,8 @@ pub enum ModelError {
     Onnx(String),
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    #[error("native engine: {0}")]
+    Native(String),
     #[error("the model worker has stopped")]
     WorkerGone,
 }

@@ -113,33 +113,76 @@ fn kernels_threads_and_batching_give_identical_vectors() {
     }
 }
 
-#[test]
-fn a_missing_weights_file_is_named_with_the_fix() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A copy of the default embedder's directory with `edit` applied to its model.toml and
+/// config.json (the weights linked, not copied); None where models/fetch has not run.
+fn edited_copy(edit: impl Fn(&str, &str) -> String) -> Option<tempfile::TempDir> {
     let source = default_embedder_dir();
-    let Ok(toml) = std::fs::read_to_string(source.join("model.toml")) else {
+    if !source.join("model.safetensors").is_file() {
         eprintln!(
-            "SKIPPED: no model at {}; run models/fetch",
+            "SKIPPED: no weights in {}; run models/fetch",
             source.display()
         );
-        return;
-    };
-    std::fs::write(
-        dir.path().join("model.toml"),
-        toml.replace("model.safetensors", "gone.safetensors"),
-    )
-    .expect("toml");
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["model.toml", "config.json"] {
+        let text = std::fs::read_to_string(source.join(name)).expect("read");
+        std::fs::write(dir.path().join(name), edit(name, &text)).expect("write");
+    }
     std::fs::copy(
         source.join("tokenizer.json"),
         dir.path().join("tokenizer.json"),
     )
     .expect("tokenizer");
-    std::fs::copy(source.join("config.json"), dir.path().join("config.json")).expect("config");
-    let error = NativeEmbedder::load(dir.path(), 1)
-        .expect_err("no weights")
-        .to_string();
+    std::os::unix::fs::symlink(
+        source.join("model.safetensors"),
+        dir.path().join("model.safetensors"),
+    )
+    .expect("link weights");
+    Some(dir)
+}
+
+fn load_error(dir: &tempfile::TempDir) -> String {
+    NativeEmbedder::load(dir.path(), 1)
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn bad_model_directories_are_refused_at_load_with_the_reason() {
+    let Some(dir) = edited_copy(|name, text| match name {
+        "model.toml" => text.replace("model.safetensors", "gone.safetensors"),
+        _ => text.to_string(),
+    }) else {
+        return;
+    };
+    let error = load_error(&dir);
     assert!(
         error.contains("gone.safetensors") && error.contains("models/fetch"),
+        "{error}"
+    );
+
+    let dir = edited_copy(|name, text| match name {
+        "model.toml" => text.replace("max_tokens = 256", "max_tokens = 600"),
+        _ => text.to_string(),
+    })
+    .expect("copy");
+    let error = load_error(&dir);
+    assert!(
+        error.contains("max_tokens = 600 but the weights have positions for 512"),
+        "{error}"
+    );
+
+    // A feed-forward size the int8 tiles cannot hold (not a multiple of 64): refused before
+    // the weights are read, not a failed assertion while packing them.
+    let dir = edited_copy(|name, text| match name {
+        "config.json" => text.replace("\"intermediate_size\": 1536", "\"intermediate_size\": 1000"),
+        _ => text.to_string(),
+    })
+    .expect("copy");
+    let error = load_error(&dir);
+    assert!(
+        error.contains("multiples of 64") && error.contains("engine = \"onnx\""),
         "{error}"
     );
 }

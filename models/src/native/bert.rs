@@ -171,12 +171,16 @@ impl Bert {
         if c.hidden_act != "gelu"
             || head * c.num_attention_heads != c.hidden_size
             || !HEAD_SIZES.contains(&head)
+            || !c.hidden_size.is_multiple_of(64)
+            || !c.intermediate_size.is_multiple_of(64)
         {
             return Err(ModelError::Config {
                 path: config.to_path_buf(),
                 message: format!(
-                    "the native engine runs BERT with `gelu` and heads of {HEAD_SIZES:?} values; this is `{}` with hidden size {} in {} heads (use engine = \"onnx\")",
-                    c.hidden_act, c.hidden_size, c.num_attention_heads
+                    "the native engine runs BERT with `gelu`, heads of {HEAD_SIZES:?} values and \
+                     hidden and intermediate sizes in multiples of 64; this is `{}` with hidden \
+                     size {} in {} heads and intermediate size {} (use engine = \"onnx\")",
+                    c.hidden_act, c.hidden_size, c.num_attention_heads, c.intermediate_size
                 ),
             });
         }
@@ -230,6 +234,11 @@ impl Bert {
         self.hidden
     }
 
+    /// The longest sequence the position table covers.
+    pub fn positions(&self) -> usize {
+        self.position.len() / self.hidden
+    }
+
     /// The last hidden state of each sequence, concatenated: `[Σ len × hidden]`. Each sequence
     /// is computed independently of the others (per-token quantisation, attention within the
     /// sequence), so grouping never changes a result.
@@ -252,8 +261,9 @@ impl Bert {
                     table(&self.position, p, h),
                     table(&self.token_type, ty as usize, h),
                 ) else {
-                    return Err(ModelError::Onnx(format!(
-                        "token {id} (type {ty}) at position {p} is outside the model's embedding tables"
+                    return Err(ModelError::Native(format!(
+                        "token {id} (type {ty}) at position {p} is outside the model's embedding \
+                         tables: the tokenizer does not belong to these weights"
                     )));
                 };
                 for (d, out) in x[row * h..][..h].iter_mut().enumerate() {

@@ -77,6 +77,16 @@ impl NativeEmbedder {
         })?;
         let (tokenizer, _) = load_tokenizer(&config.tokenizer_path(), config.max_tokens)?;
         let bert = Bert::load(&dir.join("config.json"), &weights, kernel)?;
+        if config.max_tokens > bert.positions() {
+            return Err(ModelError::Config {
+                path: dir.join("model.toml"),
+                message: format!(
+                    "max_tokens = {} but the weights have positions for {} tokens",
+                    config.max_tokens,
+                    bert.positions()
+                ),
+            });
+        }
         if bert.hidden() != config.dimension {
             return Err(ModelError::Config {
                 path: dir.join("model.toml"),
