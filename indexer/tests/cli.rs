@@ -443,6 +443,9 @@ fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf 
         model.join("model.onnx"),
         model.join("tokenizer.json"),
         model.join("model.toml"),
+        // What the native engine (the default on CPUs) reads instead of model.onnx.
+        model.join("model.safetensors"),
+        model.join("config.json"),
     ];
     inputs.extend(data.iter().cloned());
     let cache = std::env::var_os("STILLWEB_TEST_CACHE")
