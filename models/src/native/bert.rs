@@ -310,33 +310,41 @@ impl Bert {
             );
             start += len;
         }
-        layer
-            .attention_out
-            .forward(&work.context, &mut work.projected, &mut work.gemm);
-        add(x, &work.projected);
-        layer_norm(
+        let (projected, gemm) = (&mut work.projected, &mut work.gemm);
+        self.residual(
             x,
-            &layer.attention_norm.weight,
-            &layer.attention_norm.bias,
-            self.eps,
+            &layer.attention_out,
+            &work.context,
+            &layer.attention_norm,
+            projected,
+            gemm,
         );
-        layer
-            .intermediate
-            .forward(x, &mut work.intermediate, &mut work.gemm);
+        layer.intermediate.forward(x, &mut work.intermediate, gemm);
         gelu(&mut work.intermediate);
-        layer
-            .output
-            .forward(&work.intermediate, &mut work.projected, &mut work.gemm);
-        add(x, &work.projected);
-        layer_norm(
+        self.residual(
             x,
-            &layer.output_norm.weight,
-            &layer.output_norm.bias,
-            self.eps,
+            &layer.output,
+            &work.intermediate,
+            &layer.output_norm,
+            projected,
+            gemm,
         );
     }
-}
 
-fn add(x: &mut [f32], y: &[f32]) {
-    x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+    /// `x = norm(x + linear(input))`: how each half of a post-norm BERT layer ends.
+    fn residual(
+        &self,
+        x: &mut [f32],
+        linear: &QuantLinear,
+        input: &[f32],
+        norm: &Norm,
+        projected: &mut [f32],
+        gemm: &mut Scratch,
+    ) {
+        linear.forward(input, projected, gemm);
+        x.iter_mut()
+            .zip(projected.iter())
+            .for_each(|(a, b)| *a += b);
+        layer_norm(x, &norm.weight, &norm.bias, self.eps);
+    }
 }

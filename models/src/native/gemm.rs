@@ -118,8 +118,9 @@ impl QuantLinear {
     pub fn forward(&self, x: &[f32], y: &mut [f32], scratch: &mut Scratch) {
         let rows = x.len() / self.inputs;
         let padded = rows.div_ceil(ROW_BLOCK) * ROW_BLOCK;
-        scratch.quantized.clear();
+        // Every real row is overwritten below; only the padding rows must be zero.
         scratch.quantized.resize(padded * self.inputs, 0);
+        scratch.quantized[rows * self.inputs..].fill(0);
         cpu::quantize_rows(
             x,
             self.inputs,
