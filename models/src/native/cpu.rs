@@ -7,6 +7,8 @@
 //!   on what [`amx_available`] and [`amx_matmul`] check: the CPU reports AMX-TILE and AMX-INT8,
 //!   Linux granted this process the tile state (`arch_prctl`), and every tile load or store stays
 //!   inside the slices it is given (asserted before any instruction runs).
+//! - [`portable_products`]: without AMX, the int8 products on AVX-512 VNNI where the CPU has it
+//!   (`vpdpbusd`, 64 multiply-adds an instruction), else the plain loop; the same exact sums.
 //! - `dispatched!`: runs safe kernels compiled for AVX-512 (or AVX2) where the CPU has it. The same source runs
 //!   either way, with the same operations in the same order (Rust never fuses a multiply and an
 //!   add on its own), so the results are identical; only the vector width changes.
@@ -193,4 +195,82 @@ dispatched! {
     fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) => super::gemm::dequantize;
     /// [`super::gemm::portable_matmul`].
     fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) => super::gemm::portable_matmul;
+}
+
+/// `sums[r][o] = a[r] · weights[o]` for the first `rows` rows (weights row-major `[outputs ×
+/// inputs]`, `weight_sums[o]` = the sum of row `o`), exact: AVX-512 VNNI where the CPU has it
+/// and `inputs` is a multiple of 64 (at most 2,048), else [`portable_matmul`].
+pub fn portable_products(
+    a: &[i8],
+    weights: &[i8],
+    weight_sums: &[i32],
+    inputs: usize,
+    rows: usize,
+    sums: &mut [i32],
+) {
+    static VNNI: OnceLock<bool> = OnceLock::new();
+    let vnni = *VNNI.get_or_init(|| {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni")
+    });
+    let outputs = weight_sums.len();
+    let fits = inputs.is_multiple_of(64) && inputs <= 64 * VNNI_CHUNKS;
+    if vnni
+        && fits
+        && a.len() >= rows * inputs
+        && weights.len() >= outputs * inputs
+        && sums.len() >= rows * outputs
+    {
+        // SAFETY: the CPU has the features `vnni_matmul` is compiled for, and the slices hold
+        // the rows, weights and sums it reads and writes (checked above).
+        unsafe { vnni_matmul(a, weights, weight_sums, inputs, rows, sums) }
+    } else {
+        portable_matmul(a, weights, inputs, rows, sums);
+    }
+}
+
+/// Inputs [`vnni_matmul`] keeps in registers per row: 64 each.
+const VNNI_CHUNKS: usize = 32;
+
+/// `vpdpbusd` multiplies unsigned by signed bytes, so each activation is shifted to `a + 128`
+/// (flipping its top bit) and `128 · Σ w` taken off the sum: exact, as every partial sum fits in
+/// i32 (|Σ| ≤ 2,048 · 255 · 127).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn vnni_matmul(
+    a: &[i8],
+    weights: &[i8],
+    weight_sums: &[i32],
+    inputs: usize,
+    rows: usize,
+    sums: &mut [i32],
+) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_reduce_add_epi32,
+        _mm512_set1_epi8, _mm512_setzero_si512, _mm512_xor_si512,
+    };
+    let outputs = weight_sums.len();
+    let chunks = inputs / 64;
+    let flip = _mm512_set1_epi8(i8::MIN);
+    let mut row = [_mm512_setzero_si512(); VNNI_CHUNKS];
+    for r in 0..rows {
+        for (c, shifted) in row.iter_mut().take(chunks).enumerate() {
+            // SAFETY: row r's chunk c lies inside a[..rows * inputs] (checked by the caller).
+            let bytes = unsafe {
+                _mm512_loadu_si512(a.as_ptr().add(r * inputs + c * 64).cast::<__m512i>())
+            };
+            *shifted = _mm512_xor_si512(bytes, flip);
+        }
+        for (o, &weight_sum) in weight_sums.iter().enumerate() {
+            let mut acc = _mm512_setzero_si512();
+            for (c, &shifted) in row.iter().take(chunks).enumerate() {
+                // SAFETY: weight row o's chunk c lies inside weights[..outputs * inputs].
+                let w = unsafe {
+                    _mm512_loadu_si512(weights.as_ptr().add(o * inputs + c * 64).cast::<__m512i>())
+                };
+                acc = _mm512_dpbusd_epi32(acc, shifted, w);
+            }
+            sums[r * outputs + o] = _mm512_reduce_add_epi32(acc) - 128 * weight_sum;
+        }
+    }
 }

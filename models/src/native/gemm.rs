@@ -44,6 +44,8 @@ pub struct QuantLinear {
     outputs: usize,
     /// AMX: the tile layout of [`cpu::amx_matmul`]; portable: row-major `[outputs × inputs]`.
     weights: Vec<i8>,
+    /// Portable kernel: each weight row's sum (what `vpdpbusd`'s unsigned inputs need).
+    weight_sums: Vec<i32>,
     scales: Vec<f32>,
     bias: Vec<f32>,
 }
@@ -71,6 +73,13 @@ impl QuantLinear {
         {
             scales[o] = quantize_row(row, q);
         }
+        let weight_sums = match kernel {
+            Kernel::Portable => rows
+                .chunks(inputs)
+                .map(|row| row.iter().map(|&w| i32::from(w)).sum())
+                .collect(),
+            Kernel::Amx => Vec::new(),
+        };
         let weights = match kernel {
             Kernel::Portable => rows,
             Kernel::Amx => {
@@ -86,6 +95,7 @@ impl QuantLinear {
             inputs,
             outputs,
             weights,
+            weight_sums,
             scales,
             bias: bias.to_vec(),
         }
@@ -110,7 +120,9 @@ impl QuantLinear {
             Kernel::Amx => {
                 cpu::amx_matmul(a, &self.weights, sums, padded, self.inputs, self.outputs);
             }
-            Kernel::Portable => cpu::portable_matmul(a, &self.weights, self.inputs, rows, sums),
+            Kernel::Portable => {
+                cpu::portable_products(a, &self.weights, &self.weight_sums, self.inputs, rows, sums)
+            }
         }
     }
 
@@ -280,6 +292,27 @@ mod tests {
             assert_eq!(bits(&y), bits(&z));
         } else {
             eprintln!("skipping the AMX comparison: this CPU or kernel has no AMX int8");
+        }
+    }
+
+    #[test]
+    fn vnni_products_equal_the_plain_loop() {
+        let (inputs, outputs, rows) = (384, 96, 7);
+        let byte = |i: usize| ((i * 7919 + 13) % 256) as u8 as i8; // all of -128..=127
+        let a: Vec<i8> = (0..rows * inputs).map(byte).collect();
+        let w: Vec<i8> = (0..outputs * inputs)
+            .map(|i| byte(i * 31 + 5).max(-127))
+            .collect();
+        let weight_sums: Vec<i32> = w
+            .chunks(inputs)
+            .map(|r| r.iter().map(|&x| i32::from(x)).sum())
+            .collect();
+        let (mut plain, mut fast) = (vec![0i32; rows * outputs], vec![0i32; rows * outputs]);
+        cpu::portable_matmul(&a, &w, inputs, rows, &mut plain);
+        cpu::portable_products(&a, &w, &weight_sums, inputs, rows, &mut fast);
+        assert_eq!(plain, fast);
+        if !is_x86_feature_detected!("avx512vnni") {
+            eprintln!("this CPU has no AVX-512 VNNI: both ran the plain loop");
         }
     }
 

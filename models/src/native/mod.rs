@@ -55,7 +55,8 @@ impl NativeEmbedder {
             tracing::warn!(
                 model = %dir.display(),
                 "this CPU (or kernel) offers no AMX int8: the native engine runs its portable \
-                 kernel, ~9x slower than with AMX and ~3.5x slower than ONNX Runtime; pass \
+                 kernel, ~3x slower than with AMX on AVX-512 VNNI (~0.7x ONNX Runtime's speed), \
+                 ~9x without VNNI (~0.3x ONNX Runtime's); pass \
                  `--engine onnx` for speed (its vectors differ slightly from the native ones, \
                  cosine ~0.998, so keep one engine per index where results must be identical)"
             );
