@@ -64,15 +64,23 @@ fn native_vectors_are_close_to_fp32_onnx() {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let ours = native.embed_documents(&refs).expect("native");
     let reference = fp32.embed_documents(&refs).expect("fp32");
-    let cosines: Vec<f32> = ours
-        .iter()
-        .zip(&reference)
-        .map(|(a, b)| dot(a, b))
-        .collect();
-    let min = cosines.iter().copied().fold(1.0, f32::min);
-    let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+    let stats = |a: &[Vec<f32>], b: &[Vec<f32>]| {
+        let cosines: Vec<f32> = a.iter().zip(b).map(|(x, y)| dot(x, y)).collect();
+        let min = cosines.iter().copied().fold(1.0, f32::min);
+        (min, cosines.iter().sum::<f32>() / cosines.len() as f32)
+    };
+    let (min, mean) = stats(&ours, &reference);
     eprintln!(
         "native int8 vs fp32 over {} passages: cosine min {min:.4}, mean {mean:.5}",
+        texts.len()
+    );
+    assert!(min >= 0.99 && mean >= 0.995, "min {min}, mean {mean}");
+    // The other engine on the same weights (what `--engine onnx` gives).
+    let mut onnx =
+        OnnxEmbedder::load(&default_embedder_dir(), ExecutionProvider::Cpu, 2).expect("ONNX int8");
+    let (min, mean) = stats(&ours, &onnx.embed_documents(&refs).expect("ONNX int8"));
+    eprintln!(
+        "native int8 vs ONNX int8 over {} passages: cosine min {min:.4}, mean {mean:.5}",
         texts.len()
     );
     assert!(min >= 0.99 && mean >= 0.995, "min {min}, mean {mean}");
@@ -183,6 +191,62 @@ fn bad_model_directories_are_refused_at_load_with_the_reason() {
     let error = load_error(&dir);
     assert!(
         error.contains("multiples of 64") && error.contains("engine = \"onnx\""),
+        "{error}"
+    );
+
+    let dir = edited_copy(|name, text| match name {
+        "model.toml" => text.replace("weights = \"model.safetensors\"\n", ""),
+        _ => text.to_string(),
+    })
+    .expect("copy");
+    let error = load_error(&dir);
+    assert!(
+        error.contains("model.toml") && error.contains("needs `weights`"),
+        "{error}"
+    );
+
+    // One layer more than the weights hold: the missing tensor is named.
+    let dir = edited_copy(|name, text| match name {
+        "config.json" => text.replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7"),
+        _ => text.to_string(),
+    })
+    .expect("copy");
+    let error = load_error(&dir);
+    assert!(
+        error.contains("tensor `encoder.layer.6.attention.self.query.weight`: missing"),
+        "{error}"
+    );
+
+    let dir = edited_copy(|_, text| text.to_string()).expect("copy");
+    let weights = dir.path().join("model.safetensors");
+    std::fs::remove_file(&weights).expect("unlink");
+    std::fs::write(&weights, b"not a tensor file").expect("write");
+    let error = load_error(&dir);
+    assert!(
+        error.contains("not a safetensors file") && error.contains("models/fetch"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_tokenizer_that_does_not_belong_to_the_weights_is_named() {
+    // Qwen3's tokenizer gives ids far past MiniLM's 30,522-row word table.
+    let qwen = models_dir().join("qwen3-tokenizer/tokenizer.json");
+    let Some(dir) = edited_copy(|_, text| text.to_string()) else {
+        return;
+    };
+    if !qwen.is_file() {
+        eprintln!("SKIPPED: no {}; run models/fetch", qwen.display());
+        return;
+    }
+    std::fs::copy(&qwen, dir.path().join("tokenizer.json")).expect("tokenizer");
+    let mut e = NativeEmbedder::load(dir.path(), 1).expect("loads: the mismatch shows per text");
+    let error = e
+        .embed_queries(&["Schrödinger's cat, 量子"])
+        .expect_err("foreign ids")
+        .to_string();
+    assert!(
+        error.contains("outside the model's embedding tables") && error.contains("tokenizer"),
         "{error}"
     );
 }

@@ -83,11 +83,17 @@ impl Tensors {
         let size = bytes
             .get(..8)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
-            .ok_or_else(|| invalid("not a safetensors file (shorter than its header)".into()))?;
+            .ok_or_else(|| {
+                invalid(
+                    "not a safetensors file (shorter than its header); run `models/fetch`".into(),
+                )
+            })?;
         let header = bytes
             .get(8..8 + size)
             .and_then(|h| serde_json::from_slice(h).ok())
-            .ok_or_else(|| invalid("not a safetensors file (unreadable header)".into()))?;
+            .ok_or_else(|| {
+                invalid("not a safetensors file (unreadable header); run `models/fetch`".into())
+            })?;
         Ok(Tensors {
             bytes,
             header,

@@ -8,6 +8,7 @@
 //! results are identical bit for bit, so an index built on one machine is queried alike on another.
 
 use super::cpu;
+use super::math::{LANES, rounded_int};
 
 /// Which int8 product kernel runs. Both give identical results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,10 +106,6 @@ impl QuantLinear {
         self.outputs
     }
 
-    pub fn inputs(&self) -> usize {
-        self.inputs
-    }
-
     /// The int8 products alone: `sums[r][o] = Σ a[r][i] · W[o][i]` (exact) for the first `rows`
     /// rows of `a`, which holds `rows` rounded up to [`ROW_BLOCK`] (zero rows after them). What
     /// [`QuantLinear::forward`] spends its product time in, and what `stillweb-indexer
@@ -183,9 +180,6 @@ pub fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sum
     }
 }
 
-/// Lanes of the running maximum in [`quantize_row`].
-const LANES: usize = 16;
-
 /// Symmetric int8 quantisation of one row: `q = round(x / scale)` with `scale = max|x| / 127`;
 /// returns the scale (0 for an all-zero row).
 #[inline(always)]
@@ -207,17 +201,6 @@ fn quantize_row(x: &[f32], q: &mut [i8]) -> f32 {
         *q = rounded_int(v * inverse) as i8;
     }
     max / 127.0
-}
-
-/// 1.5 · 2²³: adding it to a float below 2²² in magnitude leaves that float rounded to the
-/// nearest integer (half to even) in the low mantissa bits.
-const MAGIC: f32 = 12_582_912.0;
-
-/// `x` rounded half to even, as an integer (|x| < 2²²), without a float-to-int conversion (whose
-/// saturating semantics keep loops from vectorising) or a libm call.
-#[inline(always)]
-fn rounded_int(x: f32) -> i32 {
-    (x + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
 }
 
 #[inline(always)]

@@ -7,7 +7,7 @@
 
 /// Lanes of the running sums (a single running sum is a dependency chain the compiler must
 /// keep in order, so it cannot use SIMD).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 #[inline(always)]
 fn sum(x: &[f32]) -> f32 {
@@ -56,8 +56,18 @@ pub fn layer_norm(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) {
 /// Round half to even for |x| < 2²² without a libm call.
 #[inline(always)]
 fn round(x: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0;
     (x + MAGIC) - MAGIC
+}
+
+/// 1.5 · 2²³: adding it to a float below 2²² in magnitude leaves that float rounded to the
+/// nearest integer (half to even) in the low mantissa bits.
+const MAGIC: f32 = 12_582_912.0;
+
+/// `x` rounded half to even, as an integer (|x| < 2²²), without a float-to-int conversion (whose
+/// saturating semantics keep loops from vectorising) or a libm call.
+#[inline(always)]
+pub(super) fn rounded_int(x: f32) -> i32 {
+    (x + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
 }
 
 /// e^x with relative error ~2e-7 (Cephes' expf polynomial after reducing by powers of two);

@@ -58,7 +58,7 @@ impl NativeEmbedder {
                  kernel, ~3x slower than with AMX on AVX-512 VNNI (~0.7x ONNX Runtime's speed), \
                  ~9x without VNNI (~0.3x ONNX Runtime's); pass \
                  `--engine onnx` for speed (its vectors differ slightly from the native ones, \
-                 cosine ~0.998, so keep one engine per index where results must be identical)"
+                 cosine ~0.997, so keep one engine per index where results must be identical)"
             );
         }
         Self::load_with(dir, threads, kernel)
@@ -105,14 +105,6 @@ impl NativeEmbedder {
             kernel,
             workspaces: (0..threads.max(1)).map(|_| Workspace::default()).collect(),
         })
-    }
-
-    pub fn config(&self) -> &ModelConfig {
-        &self.config
-    }
-
-    pub fn kernel(&self) -> Kernel {
-        self.kernel
     }
 
     fn embed(&mut self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, ModelError> {
