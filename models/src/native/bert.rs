@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::attention::{AttentionScratch, HEAD_SIZES};
 use super::cpu::{attention, gelu, layer_norm};
 use super::gemm::{Kernel, QuantLinear, Scratch};
-use super::math::{AttentionScratch, HEAD_SIZES};
 use crate::ModelError;
 
 /// The fields of Hugging Face's `config.json` the encoder needs.

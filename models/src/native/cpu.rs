@@ -187,8 +187,8 @@ dispatched! {
     fn layer_norm(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) => super::math::layer_norm;
     /// [`super::math::gelu`].
     fn gelu(x: &mut [f32]) => super::math::gelu;
-    /// [`super::math::attention`].
-    fn attention(qkv: &[f32], len: usize, heads: usize, out: &mut [f32], scratch: &mut super::math::AttentionScratch) => super::math::attention;
+    /// [`super::attention::attention`].
+    fn attention(qkv: &[f32], len: usize, heads: usize, out: &mut [f32], scratch: &mut super::attention::AttentionScratch) => super::attention::attention;
     /// [`super::gemm::quantize_rows`].
     fn quantize_rows(x: &[f32], width: usize, q: &mut [i8], scales: &mut Vec<f32>) => super::gemm::quantize_rows;
     /// [`super::gemm::dequantize`].

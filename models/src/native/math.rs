@@ -1,4 +1,4 @@
-//! The float parts of a BERT layer: layer norm, GELU, softmax and attention, written as
+//! The float parts of a BERT layer besides attention: layer norm, GELU and exp, written as
 //! branch-free loops over slices with explicit lanes so the compiler vectorises them and every
 //! sum runs in a fixed order (the same inputs give the same bits on every machine). The kernels
 //! are called through [`super::cpu`], which runs them compiled for the widest vectors the CPU
@@ -19,21 +19,6 @@ fn sum(x: &[f32]) -> f32 {
         }
     }
     sums.iter().sum::<f32>() + tail.iter().sum::<f32>()
-}
-
-/// The largest value (lanes as in [`sum`]: a single running maximum does not vectorise).
-#[inline(always)]
-fn maximum(x: &[f32]) -> f32 {
-    let (lanes, tail) = x.as_chunks::<LANES>();
-    let mut maxima = [f32::NEG_INFINITY; LANES];
-    for chunk in lanes {
-        for i in 0..LANES {
-            maxima[i] = maxima[i].max(chunk[i]);
-        }
-    }
-    tail.iter()
-        .chain(&maxima)
-        .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
 }
 
 /// `x = (x - mean) / sqrt(var + eps) * weight + bias`, per row of `weight.len()` values.
@@ -106,138 +91,6 @@ pub fn gelu(x: &mut [f32]) {
     }
 }
 
-/// Softmax of one row, in place.
-#[inline(always)]
-pub fn softmax(x: &mut [f32]) {
-    let max = maximum(x);
-    for v in x.iter_mut() {
-        *v = exp(*v - max);
-    }
-    let inverse = 1.0 / sum(x);
-    x.iter_mut().for_each(|v| *v *= inverse);
-}
-
-/// Buffers for [`attention`], reused across sequences and layers.
-#[derive(Debug, Default)]
-pub struct AttentionScratch {
-    keys_t: Vec<f32>,
-    scores: Vec<f32>,
-}
-
-/// Head sizes [`attention`] runs (MiniLM and BERT-base); checked when a model loads.
-pub const HEAD_SIZES: [usize; 2] = [32, 64];
-
-/// Multi-head self-attention of one sequence of `len` tokens (no padding: every token attends
-/// to every token). `qkv` is `[len × 3·hidden]` (queries, keys, values side by side); writes the
-/// heads' contexts into `out` `[len × hidden]`. The head size is one of [`HEAD_SIZES`].
-#[inline(always)]
-pub fn attention(
-    qkv: &[f32],
-    len: usize,
-    heads: usize,
-    out: &mut [f32],
-    scratch: &mut AttentionScratch,
-) {
-    match out.len() / len / heads {
-        32 => attention_heads::<32>(qkv, len, heads, out, scratch),
-        64 => attention_heads::<64>(qkv, len, heads, out, scratch),
-        other => unreachable!("head size {other} is refused at load"),
-    }
-}
-
-/// `sums += q · keys`, lane by lane.
-#[inline(always)]
-fn fma_lanes(sums: &mut [f32; LANES], q: f32, keys: &[f32; LANES]) {
-    for l in 0..LANES {
-        sums[l] = q.mul_add(keys[l], sums[l]);
-    }
-}
-
-/// Queries computed together: with two blocks of keys that is 8 independent running sums, enough
-/// to keep the FMA units busy (one running sum waits ~4 cycles for each FMA).
-const QUERIES: usize = 4;
-
-#[inline(always)]
-fn attention_heads<const D: usize>(
-    qkv: &[f32],
-    len: usize,
-    heads: usize,
-    out: &mut [f32],
-    scratch: &mut AttentionScratch,
-) {
-    let hidden = D * heads;
-    let width = 3 * hidden;
-    let scale = 1.0 / (D as f32).sqrt();
-    // Keys in tiles of LANES keys × D values (tile-major, then value, then key), padded with
-    // zero keys to whole pairs of tiles.
-    let padded = len.next_multiple_of(2 * LANES);
-    scratch.keys_t.clear();
-    scratch.keys_t.resize(D * padded, 0.0);
-    scratch.scores.resize(QUERIES * padded, 0.0);
-    let (keys_t, scores) = (&mut scratch.keys_t, &mut scratch.scores);
-    #[inline(always)]
-    fn tile<const D: usize>(keys_t: &[f32], t: usize) -> &[[f32; LANES]; D] {
-        let (rows, _) = keys_t[t * D * LANES..][..D * LANES].as_chunks::<LANES>();
-        rows.try_into().expect("a tile is D rows")
-    }
-    for h in 0..heads {
-        for j in 0..len {
-            let key = &qkv[j * width + hidden + h * D..][..D];
-            let (t, l) = (j / LANES, j % LANES);
-            for (d, &k) in key.iter().enumerate() {
-                keys_t[(t * D + d) * LANES + l] = k;
-            }
-        }
-        for first in (0..len).step_by(QUERIES) {
-            let rows = QUERIES.min(len - first);
-            let mut queries = [[0f32; D]; QUERIES];
-            for (r, query) in queries.iter_mut().enumerate().take(rows) {
-                let source = &qkv[(first + r) * width + h * D..][..D];
-                for (q, &v) in query.iter_mut().zip(source) {
-                    *q = v * scale;
-                }
-            }
-            for pair in 0..padded / (2 * LANES) {
-                let (t0, t1) = (tile::<D>(keys_t, 2 * pair), tile::<D>(keys_t, 2 * pair + 1));
-                let mut sums = [[0f32; LANES]; 2 * QUERIES];
-                for d in 0..D {
-                    let (k0, k1) = (&t0[d], &t1[d]);
-                    let [a, b, c, e, f, g, h, i] = &mut sums;
-                    fma_lanes(a, queries[0][d], k0);
-                    fma_lanes(b, queries[0][d], k1);
-                    fma_lanes(c, queries[1][d], k0);
-                    fma_lanes(e, queries[1][d], k1);
-                    fma_lanes(f, queries[2][d], k0);
-                    fma_lanes(g, queries[2][d], k1);
-                    fma_lanes(h, queries[3][d], k0);
-                    fma_lanes(i, queries[3][d], k1);
-                }
-                for (r, pair_sums) in sums.chunks_exact(2).enumerate() {
-                    let row = &mut scores[r * padded + 2 * pair * LANES..][..2 * LANES];
-                    row[..LANES].copy_from_slice(&pair_sums[0]);
-                    row[LANES..].copy_from_slice(&pair_sums[1]);
-                }
-            }
-            for r in 0..rows {
-                softmax(&mut scores[r * padded..][..len]);
-            }
-            let mut contexts = [[0f32; D]; QUERIES];
-            for j in 0..len {
-                let value = &qkv[j * width + 2 * hidden + h * D..][..D];
-                for (r, context) in contexts.iter_mut().enumerate() {
-                    let p = scores[r * padded + j];
-                    for (c, &v) in context.iter_mut().zip(value) {
-                        *c = p.mul_add(v, *c);
-                    }
-                }
-            }
-            for (r, context) in contexts.iter().enumerate().take(rows) {
-                out[(first + r) * hidden + h * D..][..D].copy_from_slice(context);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +124,7 @@ mod tests {
     }
 
     #[test]
-    fn layer_norm_and_softmax_are_normalised() {
+    fn layer_norm_is_normalised() {
         let mut x: Vec<f32> = (0..40)
             .map(|i| (i as f32 * 0.37).sin() * 3.0 + 1.0)
             .collect();
@@ -283,49 +136,6 @@ mod tests {
                 mean.abs() < 1e-5 && (var - 1.0).abs() < 1e-4,
                 "{mean} {var}"
             );
-        }
-        let mut s = vec![1.0, 2.0, 3.0, -100.0];
-        softmax(&mut s);
-        assert!((s.iter().sum::<f32>() - 1.0).abs() < 1e-6 && s[2] > s[1] && s[3] < 1e-30);
-    }
-
-    #[test]
-    fn attention_matches_a_direct_computation() {
-        // 37 tokens: two pairs of key tiles (the second partly padding) and a last group of
-        // one query.
-        let (len, hidden, heads) = (37, 64, 2);
-        let qkv: Vec<f32> = (0..len * 3 * hidden)
-            .map(|i| ((i * 7919 % 101) as f32 / 25.0) - 2.0)
-            .collect();
-        let mut out = vec![0f32; len * hidden];
-        attention(&qkv, len, heads, &mut out, &mut AttentionScratch::default());
-        let head = hidden / heads;
-        for h in 0..heads {
-            for i in 0..len {
-                let q = |d: usize| qkv[i * 3 * hidden + h * head + d];
-                let logits: Vec<f64> = (0..len)
-                    .map(|j| {
-                        (0..head)
-                            .map(|d| f64::from(q(d) * qkv[j * 3 * hidden + hidden + h * head + d]))
-                            .sum::<f64>()
-                            / (head as f64).sqrt()
-                    })
-                    .collect();
-                let z: f64 = logits.iter().map(|l| l.exp()).sum();
-                for d in 0..head {
-                    let want: f64 = (0..len)
-                        .map(|j| {
-                            logits[j].exp() / z
-                                * f64::from(qkv[j * 3 * hidden + 2 * hidden + h * head + d])
-                        })
-                        .sum();
-                    let got = f64::from(out[i * hidden + h * head + d]);
-                    assert!(
-                        (got - want).abs() < 1e-5,
-                        "head {h} token {i} dim {d}: {got} vs {want}"
-                    );
-                }
-            }
         }
     }
 }

@@ -4,9 +4,11 @@
 //!
 //! - [`cpu`]: the AMX tile kernel and AVX-512 dispatch (the only `unsafe` in stillweb);
 //! - [`gemm`]: int8 linear layers and the portable kernel that gives the same sums;
-//! - [`math`]: layer norm, GELU, softmax and attention in f32;
+//! - [`math`]: layer norm, GELU and exp in f32;
+//! - [`attention`]: self-attention in f32, sixteen queries to a vector;
 //! - [`bert`]: the encoder, read from the published safetensors weights.
 
+mod attention;
 pub mod bert;
 mod cpu;
 pub mod gemm;
