@@ -109,15 +109,16 @@ fn kernels_threads_and_batching_give_identical_vectors() {
         batched,
         bits(one.embed_documents(&refs).expect("one thread"))
     );
-    if Kernel::detect() == Kernel::Amx {
+    let kernel = Kernel::detect();
+    if kernel != Kernel::Portable {
         let mut portable = native(2, Kernel::Portable).expect("portable");
         assert_eq!(
             batched,
             bits(portable.embed_documents(&refs).expect("portable")),
-            "AMX and portable kernels differ"
+            "{kernel:?} and portable kernels differ"
         );
     } else {
-        eprintln!("SKIPPED the AMX comparison: this CPU or kernel has no AMX int8");
+        eprintln!("SKIPPED the kernel comparison: the detected kernel is the portable one");
     }
 }
 

@@ -7,7 +7,9 @@
 //!   on what [`amx_available`] and [`amx_matmul`] check: the CPU reports AMX-TILE and AMX-INT8,
 //!   Linux granted this process the tile state (`arch_prctl`), and every tile load or store stays
 //!   inside the slices it is given (asserted before any instruction runs).
-//! - [`portable_products`]: without AMX, the int8 products on AVX-512 VNNI where the CPU has it
+//! - [`avx2_matmul`]: the int8 products on AVX2's 16-bit multiply-adds (`vpmaddwd`), for CPUs
+//!   with neither AMX nor AVX-512 VNNI, in register blocks of 4 rows × 16 outputs.
+//! - [`portable_products`]: the int8 products on AVX-512 VNNI where the CPU has it
 //!   (`vpdpbusd`, 64 multiply-adds an instruction), else the plain loop; the same exact sums.
 //! - `dispatched!`: runs safe kernels compiled for AVX-512 (or AVX2) where the CPU has it. The same source runs
 //!   either way, with the same operations in the same order (Rust never fuses a multiply and an
@@ -197,6 +199,98 @@ dispatched! {
     fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) => super::gemm::portable_matmul;
 }
 
+/// True when the CPU runs AVX2 ([`avx2_matmul`]).
+pub fn avx2_available() -> bool {
+    is_x86_feature_detected!("avx2")
+}
+
+/// True when the CPU runs AVX-512 VNNI (what [`portable_products`] uses where it can).
+pub fn vnni_available() -> bool {
+    static VNNI: OnceLock<bool> = OnceLock::new();
+    *VNNI.get_or_init(|| {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni")
+    })
+}
+
+/// Rows [`avx2_matmul`] computes together: 4 rows × 16 outputs are eight accumulators, leaving
+/// AVX2's sixteen registers room for the weights and the broadcast activations.
+const AVX2_ROWS: usize = 4;
+
+/// `sums[r][o] = Σᵢ a[r][i] · w[o][i]`, exact, for the first `rows` rows rounded up to 4 (`a`
+/// holds them, zero past the real rows, and `sums` has room). `pairs` is the weight matrix as
+/// packed by [`super::gemm`]: for each block of 16 outputs, for each pair of inputs, the 16
+/// outputs' two weights as i16. Each `vpmaddwd` adds one pair of inputs' products into 8 i32
+/// lanes (16 multiply-adds); |Σ| ≤ inputs · 127² fits i32 for any real layer.
+pub fn avx2_matmul(a: &[i8], pairs: &[i16], inputs: usize, rows: usize, sums: &mut [i32]) {
+    assert!(avx2_available(), "this CPU has no AVX2");
+    let outputs = pairs.len() / inputs.max(1);
+    let rows = rows.next_multiple_of(AVX2_ROWS);
+    assert!(
+        inputs.is_multiple_of(2) && outputs.is_multiple_of(16) && pairs.len() == inputs * outputs,
+        "shape {inputs}×{outputs}"
+    );
+    assert!(a.len() >= rows * inputs && sums.len() >= rows * outputs);
+    // SAFETY: the CPU has AVX2 (asserted above).
+    unsafe {
+        avx2_blocks(
+            &a[..rows * inputs],
+            pairs,
+            inputs,
+            &mut sums[..rows * outputs],
+        )
+    }
+}
+
+/// [`avx2_matmul`] on exactly `a.len() / inputs` rows (a multiple of [`AVX2_ROWS`]).
+#[target_feature(enable = "avx2")]
+fn avx2_blocks(a: &[i8], pairs: &[i16], inputs: usize, sums: &mut [i32]) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi32, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_set1_epi32,
+        _mm256_setzero_si256, _mm256_storeu_si256,
+    };
+    let (rows, outputs) = (a.len() / inputs, sums.len() / (a.len() / inputs).max(1));
+    // The activations widened once, so each pair of them is one 32-bit broadcast.
+    let wide: Vec<i16> = a.iter().map(|&v| i16::from(v)).collect();
+    // Each block of 16 outputs' weights (12 KiB at 384 inputs) stays in cache over all rows.
+    for (block, weights) in pairs.chunks_exact(16 * inputs).enumerate() {
+        for first in (0..rows).step_by(AVX2_ROWS) {
+            let mut acc = [_mm256_setzero_si256(); 2 * AVX2_ROWS];
+            for pair in 0..inputs / 2 {
+                // SAFETY: `weights` holds inputs / 2 pairs of 16 outputs × 2 i16 (32 values).
+                let (w0, w1) = unsafe {
+                    let w = weights.as_ptr().add(32 * pair);
+                    (
+                        _mm256_loadu_si256(w.cast::<__m256i>()),
+                        _mm256_loadu_si256(w.add(16).cast::<__m256i>()),
+                    )
+                };
+                for r in 0..AVX2_ROWS {
+                    // SAFETY: row first + r < rows, and 2 · pair + 1 < inputs, inside `wide`.
+                    let x = unsafe {
+                        wide.as_ptr()
+                            .add((first + r) * inputs + 2 * pair)
+                            .cast::<i32>()
+                            .read_unaligned()
+                    };
+                    let x = _mm256_set1_epi32(x);
+                    acc[2 * r] = _mm256_add_epi32(acc[2 * r], _mm256_madd_epi16(x, w0));
+                    acc[2 * r + 1] = _mm256_add_epi32(acc[2 * r + 1], _mm256_madd_epi16(x, w1));
+                }
+            }
+            for r in 0..AVX2_ROWS {
+                let out = &mut sums[(first + r) * outputs + 16 * block..][..16];
+                // SAFETY: `out` holds 16 i32, two unaligned 256-bit stores.
+                unsafe {
+                    _mm256_storeu_si256(out.as_mut_ptr().cast::<__m256i>(), acc[2 * r]);
+                    _mm256_storeu_si256(out.as_mut_ptr().add(8).cast::<__m256i>(), acc[2 * r + 1]);
+                }
+            }
+        }
+    }
+}
+
 /// `sums[r][o] = a[r] · weights[o]` for the first `rows` rows (weights row-major `[outputs ×
 /// inputs]`, `weight_sums[o]` = the sum of row `o`), exact: AVX-512 VNNI where the CPU has it
 /// and `inputs` is a multiple of 64 (at most 2,048), else [`portable_matmul`].
@@ -208,12 +302,7 @@ pub fn portable_products(
     rows: usize,
     sums: &mut [i32],
 ) {
-    static VNNI: OnceLock<bool> = OnceLock::new();
-    let vnni = *VNNI.get_or_init(|| {
-        is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vnni")
-    });
+    let vnni = vnni_available();
     let outputs = weight_sums.len();
     let fits = inputs.is_multiple_of(64) && inputs <= 64 * VNNI_CHUNKS;
     if vnni

@@ -3,31 +3,38 @@
 //!
 //! Per-row activation scales are what make the native engine's vectors independent of batching:
 //! a token's quantisation depends on that token alone, so a text gets the same vector whatever
-//! shares its call (ONNX Runtime's dynamic quantisation uses one scale per call). Two kernels
-//! compute the same i32 sums: AMX tiles where the CPU has them, a portable loop elsewhere; the
-//! results are identical bit for bit, so an index built on one machine is queried alike on another.
+//! shares its call (ONNX Runtime's dynamic quantisation uses one scale per call). Three kernels
+//! compute the same i32 sums: AMX tiles where the CPU has them, AVX2's 16-bit multiply-adds where
+//! it has neither AMX nor AVX-512 VNNI, a portable loop elsewhere; the results are identical bit
+//! for bit, so an index built on one machine is queried alike on another.
 
 use super::cpu;
 use super::math::{LANES, rounded_int};
 
-/// Which int8 product kernel runs. Both give identical results.
+/// Which int8 product kernel runs. All give identical results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// Intel AMX tiles (Sapphire Rapids and later, with Linux permission).
     Amx,
-    /// Plain loops the compiler vectorises; any CPU.
+    /// AVX2's 16-bit multiply-adds on weights packed in pairs: CPUs with AVX2 but neither AMX nor
+    /// AVX-512 VNNI (AMD Zen 1–3, Intel before Ice Lake).
+    Avx2,
+    /// Row-major weights: AVX-512 VNNI where the CPU has it, else plain loops the compiler
+    /// vectorises; any CPU.
     Portable,
 }
 
 impl Kernel {
-    /// AMX where this process can use it, the portable kernel otherwise or when
-    /// `STILLWEB_NATIVE_KERNEL=portable` asks for it (to measure it, or to check on an AMX
-    /// machine that both kernels give the same vectors).
+    /// The fastest kernel this process can run, or the portable one when
+    /// `STILLWEB_NATIVE_KERNEL=portable` asks for it (to measure it, or to check that the
+    /// kernels give the same vectors).
     pub fn detect() -> Kernel {
         if std::env::var("STILLWEB_NATIVE_KERNEL").is_ok_and(|k| k == "portable") {
             Kernel::Portable
         } else if cpu::amx_available() {
             Kernel::Amx
+        } else if cpu::avx2_available() && !cpu::vnni_available() {
+            Kernel::Avx2
         } else {
             Kernel::Portable
         }
@@ -45,15 +52,23 @@ const _: () = assert!(ROWS_PER_PASS.is_multiple_of(ROW_BLOCK));
 /// `y = x · Wᵀ + b` with int8 weights (one scale per output channel, symmetric).
 #[derive(Debug)]
 pub struct QuantLinear {
-    kernel: Kernel,
     inputs: usize,
     outputs: usize,
-    /// AMX: the tile layout of [`cpu::amx_matmul`]; portable: row-major `[outputs × inputs]`.
-    weights: Vec<i8>,
-    /// Portable kernel: each weight row's sum (what `vpdpbusd`'s unsigned inputs need).
-    weight_sums: Vec<i32>,
+    weights: Weights,
     scales: Vec<f32>,
     bias: Vec<f32>,
+}
+
+/// The int8 weights, laid out for their kernel.
+#[derive(Debug)]
+enum Weights {
+    /// [`Kernel::Amx`]: the tile layout of [`cpu::amx_matmul`].
+    Tiles(Vec<i8>),
+    /// [`Kernel::Avx2`]: the pair layout of [`cpu::avx2_matmul`], widened to i16.
+    Pairs(Vec<i16>),
+    /// [`Kernel::Portable`]: row-major `[outputs × inputs]`, with each row's sum (what
+    /// `vpdpbusd`'s unsigned inputs need).
+    Rows { rows: Vec<i8>, sums: Vec<i32> },
 }
 
 /// Per-thread buffers reused across calls.
@@ -66,7 +81,8 @@ pub struct Scratch {
 
 impl QuantLinear {
     /// From an f32 weight `[outputs × inputs]` (PyTorch's layout) and bias. The AMX kernel needs
-    /// `inputs` a multiple of 64 and `outputs` of 32 (MiniLM: 384, 1,152, 1,536).
+    /// `inputs` a multiple of 64 and `outputs` of 32 (MiniLM: 384, 1,152, 1,536); the AVX2
+    /// kernel even `inputs` and `outputs` a multiple of 16.
     pub fn new(weight: &[f32], bias: &[f32], inputs: usize, kernel: Kernel) -> QuantLinear {
         let outputs = bias.len();
         assert_eq!(weight.len(), inputs * outputs, "weight shape");
@@ -79,29 +95,33 @@ impl QuantLinear {
         {
             scales[o] = quantize_row(row, q);
         }
-        let weight_sums = match kernel {
-            Kernel::Portable => rows
-                .chunks(inputs)
-                .map(|row| row.iter().map(|&w| i32::from(w)).sum())
-                .collect(),
-            Kernel::Amx => Vec::new(),
-        };
         let weights = match kernel {
-            Kernel::Portable => rows,
+            Kernel::Portable => Weights::Rows {
+                sums: rows
+                    .chunks(inputs)
+                    .map(|row| row.iter().map(|&w| i32::from(w)).sum())
+                    .collect(),
+                rows,
+            },
             Kernel::Amx => {
                 assert!(
                     inputs.is_multiple_of(64) && outputs.is_multiple_of(32),
                     "{inputs}×{outputs}"
                 );
-                pack_tiles(&rows, inputs, outputs)
+                Weights::Tiles(pack_tiles(&rows, inputs, outputs))
+            }
+            Kernel::Avx2 => {
+                assert!(
+                    inputs.is_multiple_of(2) && outputs.is_multiple_of(16),
+                    "{inputs}×{outputs}"
+                );
+                Weights::Pairs(pack_pairs(&rows, inputs, outputs))
             }
         };
         QuantLinear {
-            kernel,
             inputs,
             outputs,
             weights,
-            weight_sums,
             scales,
             bias: bias.to_vec(),
         }
@@ -118,13 +138,15 @@ impl QuantLinear {
     pub fn products(&self, a: &[i8], rows: usize, sums: &mut [i32]) {
         let padded = rows.div_ceil(ROW_BLOCK) * ROW_BLOCK;
         assert!(a.len() >= padded * self.inputs && sums.len() >= padded * self.outputs);
-        match self.kernel {
-            Kernel::Amx => {
-                cpu::amx_matmul(a, &self.weights, sums, padded, self.inputs, self.outputs);
+        match &self.weights {
+            Weights::Tiles(tiles) => {
+                cpu::amx_matmul(a, tiles, sums, padded, self.inputs, self.outputs);
             }
-            Kernel::Portable => {
-                cpu::portable_products(a, &self.weights, &self.weight_sums, self.inputs, rows, sums)
-            }
+            Weights::Pairs(pairs) => cpu::avx2_matmul(a, pairs, self.inputs, rows, sums),
+            Weights::Rows {
+                rows: w,
+                sums: w_sums,
+            } => cpu::portable_products(a, w, w_sums, self.inputs, rows, sums),
         }
     }
 
@@ -245,6 +267,22 @@ fn pack_tiles(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i8> {
     packed
 }
 
+/// Row-major `[outputs × inputs]` int8 into [`cpu::avx2_matmul`]'s layout, widened to i16: for
+/// each block of 16 outputs, for each pair of inputs (2j, 2j + 1), the 16 outputs' two weights
+/// side by side (one 32-bit lane of `vpmaddwd` per output).
+fn pack_pairs(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i16> {
+    let mut packed = Vec::with_capacity(rows.len());
+    for column_block in 0..outputs / 16 {
+        for pair in 0..inputs / 2 {
+            for c in 0..16 {
+                let row = &rows[(column_block * 16 + c) * inputs..][..inputs];
+                packed.extend([i16::from(row[2 * pair]), i16::from(row[2 * pair + 1])]);
+            }
+        }
+    }
+    packed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,7 +301,13 @@ mod tests {
 
     #[test]
     fn int8_layer_is_close_to_f32_and_exact_across_kernels() {
-        let (inputs, outputs, rows) = (128, 64, 37);
+        // 37 rows: one partial pass; 300: two whole passes and a partial one.
+        for rows in [37, 300] {
+            check_kernels(128, 64, rows);
+        }
+    }
+
+    fn check_kernels(inputs: usize, outputs: usize, rows: usize) {
         let w = values(inputs * outputs, 1);
         let b = values(outputs, 2);
         let mut x = values(rows * inputs, 3);
@@ -284,14 +328,19 @@ mod tests {
                 );
             }
         }
-        if Kernel::detect() == Kernel::Amx {
-            let amx = QuantLinear::new(&w, &b, inputs, Kernel::Amx);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for (kernel, available) in [
+            (Kernel::Amx, cpu::amx_available()),
+            (Kernel::Avx2, cpu::avx2_available()),
+        ] {
+            if !available {
+                eprintln!("skipping the {kernel:?} comparison: this CPU (or kernel) lacks it");
+                continue;
+            }
+            let layer = QuantLinear::new(&w, &b, inputs, kernel);
             let mut z = vec![0f32; rows * outputs];
-            amx.forward(&x, &mut z, &mut Scratch::default());
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&y), bits(&z));
-        } else {
-            eprintln!("skipping the AMX comparison: this CPU or kernel has no AMX int8");
+            layer.forward(&x, &mut z, &mut Scratch::default());
+            assert_eq!(bits(&y), bits(&z), "{kernel:?} and portable differ");
         }
     }
 
