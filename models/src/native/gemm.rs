@@ -25,11 +25,16 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// True when `STILLWEB_NATIVE_KERNEL=portable` asks for the portable kernel.
+    pub fn forced_portable() -> bool {
+        std::env::var("STILLWEB_NATIVE_KERNEL").is_ok_and(|k| k == "portable")
+    }
+
     /// The fastest kernel this process can run, or the portable one when
     /// `STILLWEB_NATIVE_KERNEL=portable` asks for it (to measure it, or to check that the
     /// kernels give the same vectors).
     pub fn detect() -> Kernel {
-        if std::env::var("STILLWEB_NATIVE_KERNEL").is_ok_and(|k| k == "portable") {
+        if Kernel::forced_portable() {
             Kernel::Portable
         } else if cpu::amx_available() {
             Kernel::Amx

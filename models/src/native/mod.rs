@@ -51,14 +51,13 @@ impl NativeEmbedder {
     /// on `threads` threads.
     pub fn load(dir: &Path, threads: usize) -> Result<NativeEmbedder, ModelError> {
         let kernel = Kernel::detect();
-        let forced = std::env::var("STILLWEB_NATIVE_KERNEL").is_ok_and(|k| k == "portable");
         match kernel {
             Kernel::Amx => {}
             Kernel::Avx2 => tracing::info!(
                 "no AMX or AVX-512 VNNI: the native engine runs its AVX2 kernel (on a 2-core \
                  AMD EPYC Zen 1, ~1.2x ONNX Runtime's int8 speed)"
             ),
-            Kernel::Portable if forced => {
+            Kernel::Portable if Kernel::forced_portable() => {
                 tracing::info!(
                     "the native engine runs its portable kernel (STILLWEB_NATIVE_KERNEL)"
                 )
