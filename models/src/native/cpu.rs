@@ -7,10 +7,11 @@
 //!   on what [`amx_available`] and [`amx_matmul`] check: the CPU reports AMX-TILE and AMX-INT8,
 //!   Linux granted this process the tile state (`arch_prctl`), and every tile load or store stays
 //!   inside the slices it is given (asserted before any instruction runs).
+//! - [`vnni_matmul`]: the int8 products on AVX-512 VNNI (`vpdpbusd`, 64 multiply-adds an
+//!   instruction) for CPUs without AMX (Intel Ice Lake and later, AMD Zen 4 and later), on
+//!   AMX's weight layout, in register blocks of 8 rows × 48 outputs.
 //! - [`avx2_matmul`]: the int8 products on AVX2's 16-bit multiply-adds (`vpmaddwd`), for CPUs
 //!   with neither AMX nor AVX-512 VNNI, in register blocks of 4 rows × 16 outputs.
-//! - [`portable_products`]: the int8 products on AVX-512 VNNI where the CPU has it
-//!   (`vpdpbusd`, 64 multiply-adds an instruction), else the plain loop; the same exact sums.
 //! - `dispatched!`: runs safe kernels compiled for AVX-512 (or AVX2) where the CPU has it. The same source runs
 //!   either way, with the same operations in the same order (Rust never fuses a multiply and an
 //!   add on its own), so the results are identical; only the vector width changes.
@@ -204,7 +205,7 @@ pub fn avx2_available() -> bool {
     is_x86_feature_detected!("avx2")
 }
 
-/// True when the CPU runs AVX-512 VNNI (what [`portable_products`] uses where it can).
+/// True when the CPU runs AVX-512 VNNI ([`vnni_matmul`]).
 pub fn vnni_available() -> bool {
     static VNNI: OnceLock<bool> = OnceLock::new();
     *VNNI.get_or_init(|| {
@@ -291,75 +292,119 @@ fn avx2_blocks(a: &[i8], pairs: &[i16], inputs: usize, sums: &mut [i32]) {
     }
 }
 
-/// `sums[r][o] = a[r] · weights[o]` for the first `rows` rows (weights row-major `[outputs ×
-/// inputs]`, `weight_sums[o]` = the sum of row `o`), exact: AVX-512 VNNI where the CPU has it
-/// and `inputs` is a multiple of 64 (at most 2,048), else [`portable_matmul`].
-pub fn portable_products(
+/// Rows [`vnni_matmul`] computes together, and blocks of 16 outputs: 8 rows × 3 blocks are 24
+/// accumulators, leaving AVX-512's 32 registers room for the 3 weight vectors and a broadcast.
+const VNNI_ROWS: usize = 8;
+const VNNI_BLOCKS: usize = 3;
+
+/// `sums[r][o] = Σᵢ a[r][i] · w[o][i]`, exact, on AVX-512 VNNI, for the first `rows` rows rounded
+/// up to 8 (`a` holds them, zero past the real rows, and `sums` has room). `tiles` is the weight
+/// matrix in [`amx_matmul`]'s layout, which is also VNNI's: within each block of 16 outputs, each
+/// 64 bytes hold the 16 outputs' weights for 4 consecutive inputs, one 32-bit lane per output.
+/// `weight_sums[o]` is the sum of output `o`'s weights. `vpdpbusd` multiplies unsigned by signed
+/// bytes, so the activations are shifted to `a + 128` (their top bit flipped) and `128 · Σ w`
+/// taken off each sum: exact, as every partial sum fits in i32 (|Σ| ≤ inputs · 255 · 128).
+pub fn vnni_matmul(
     a: &[i8],
-    weights: &[i8],
+    tiles: &[i8],
     weight_sums: &[i32],
     inputs: usize,
     rows: usize,
     sums: &mut [i32],
 ) {
-    let vnni = vnni_available();
+    assert!(vnni_available(), "this CPU has no AVX-512 VNNI");
     let outputs = weight_sums.len();
-    let fits = inputs.is_multiple_of(64) && inputs <= 64 * VNNI_CHUNKS;
-    if vnni
-        && fits
-        && a.len() >= rows * inputs
-        && weights.len() >= outputs * inputs
-        && sums.len() >= rows * outputs
-    {
-        // SAFETY: the CPU has the features `vnni_matmul` is compiled for, and the slices hold
-        // the rows, weights and sums it reads and writes (checked above).
-        unsafe { vnni_matmul(a, weights, weight_sums, inputs, rows, sums) }
-    } else {
-        portable_matmul(a, weights, inputs, rows, sums);
+    let rows = rows.next_multiple_of(VNNI_ROWS);
+    assert!(
+        inputs.is_multiple_of(64)
+            && inputs <= 1 << 16
+            && outputs.is_multiple_of(16)
+            && tiles.len() == inputs * outputs,
+        "shape {inputs}×{outputs}"
+    );
+    assert!(a.len() >= rows * inputs && sums.len() >= rows * outputs);
+    // The activations shifted once, so each group of four is one 32-bit broadcast.
+    let shifted: Vec<u8> = a[..rows * inputs]
+        .iter()
+        .map(|&v| v.cast_unsigned() ^ 0x80)
+        .collect();
+    let sums = &mut sums[..rows * outputs];
+    let blocks = outputs / 16;
+    let whole = blocks - blocks % VNNI_BLOCKS;
+    // SAFETY: the CPU has AVX-512 VNNI (asserted above), and every block passed lies inside
+    // `tiles`, `weight_sums` and `sums` (whole ≤ blocks, and the remainder is < VNNI_BLOCKS).
+    unsafe {
+        for first in (0..whole).step_by(VNNI_BLOCKS) {
+            vnni_blocks::<VNNI_BLOCKS>(&shifted, tiles, weight_sums, inputs, first, sums);
+        }
+        match blocks - whole {
+            0 => {}
+            1 => vnni_blocks::<1>(&shifted, tiles, weight_sums, inputs, whole, sums),
+            _ => vnni_blocks::<2>(&shifted, tiles, weight_sums, inputs, whole, sums),
+        }
     }
 }
 
-/// Inputs [`vnni_matmul`] keeps in registers per row: 64 each.
-const VNNI_CHUNKS: usize = 32;
-
-/// `vpdpbusd` multiplies unsigned by signed bytes, so each activation is shifted to `a + 128`
-/// (flipping its top bit) and `128 · Σ w` taken off the sum: exact, as every partial sum fits in
-/// i32 (|Σ| ≤ 2,048 · 255 · 127).
+/// [`vnni_matmul`] for output blocks `first..first + B`, on all `shifted.len() / inputs` rows (a
+/// multiple of [`VNNI_ROWS`]). The blocks' weights (16 · B · inputs bytes: 18 KiB at 384
+/// inputs, 72 KiB at 1,536) are read again for every 8 rows and stay in cache.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn vnni_matmul(
-    a: &[i8],
-    weights: &[i8],
+fn vnni_blocks<const B: usize>(
+    shifted: &[u8],
+    tiles: &[i8],
     weight_sums: &[i32],
     inputs: usize,
-    rows: usize,
+    first: usize,
     sums: &mut [i32],
 ) {
     use std::arch::x86_64::{
-        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_reduce_add_epi32,
-        _mm512_set1_epi8, _mm512_setzero_si512, _mm512_xor_si512,
+        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_si512,
+        _mm512_slli_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
     };
+    let rows = shifted.len() / inputs;
     let outputs = weight_sums.len();
-    let chunks = inputs / 64;
-    let flip = _mm512_set1_epi8(i8::MIN);
-    let mut row = [_mm512_setzero_si512(); VNNI_CHUNKS];
-    for r in 0..rows {
-        for (c, shifted) in row.iter_mut().take(chunks).enumerate() {
-            // SAFETY: row r's chunk c lies inside a[..rows * inputs] (checked by the caller).
-            let bytes = unsafe {
-                _mm512_loadu_si512(a.as_ptr().add(r * inputs + c * 64).cast::<__m512i>())
-            };
-            *shifted = _mm512_xor_si512(bytes, flip);
-        }
-        for (o, &weight_sum) in weight_sums.iter().enumerate() {
-            let mut acc = _mm512_setzero_si512();
-            for (c, &shifted) in row.iter().take(chunks).enumerate() {
-                // SAFETY: weight row o's chunk c lies inside weights[..outputs * inputs].
-                let w = unsafe {
-                    _mm512_loadu_si512(weights.as_ptr().add(o * inputs + c * 64).cast::<__m512i>())
+    assert!((first + B) * 16 <= outputs && tiles.len() >= (first + B) * 16 * inputs);
+    let panel = |b: usize| &tiles[(first + b) * 16 * inputs..][..16 * inputs];
+    let panels: [&[i8]; B] = std::array::from_fn(panel);
+    // 128 · Σ w for each output of the blocks.
+    let corrections: [__m512i; B] = std::array::from_fn(|b| {
+        let w_sums = &weight_sums[(first + b) * 16..][..16];
+        // SAFETY: `w_sums` holds 16 i32, one unaligned 512-bit load.
+        _mm512_slli_epi32::<7>(unsafe { _mm512_loadu_si512(w_sums.as_ptr().cast::<__m512i>()) })
+    });
+    for row in (0..rows).step_by(VNNI_ROWS) {
+        let mut acc = [[_mm512_setzero_si512(); B]; VNNI_ROWS];
+        for quad in 0..inputs / 4 {
+            // SAFETY: each panel holds inputs / 4 quads of 64 bytes.
+            let w: [__m512i; B] = std::array::from_fn(|b| unsafe {
+                _mm512_loadu_si512(panels[b].as_ptr().add(64 * quad).cast::<__m512i>())
+            });
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: row + r < rows and 4 · quad + 3 < inputs, inside `shifted`.
+                let x = unsafe {
+                    shifted
+                        .as_ptr()
+                        .add((row + r) * inputs + 4 * quad)
+                        .cast::<i32>()
+                        .read_unaligned()
                 };
-                acc = _mm512_dpbusd_epi32(acc, shifted, w);
+                let x = _mm512_set1_epi32(x);
+                for b in 0..B {
+                    acc[b] = _mm512_dpbusd_epi32(acc[b], x, w[b]);
+                }
             }
-            sums[r * outputs + o] = _mm512_reduce_add_epi32(acc) - 128 * weight_sum;
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            for b in 0..B {
+                let out = &mut sums[(row + r) * outputs + (first + b) * 16..][..16];
+                // SAFETY: `out` holds 16 i32, one unaligned 512-bit store.
+                unsafe {
+                    _mm512_storeu_si512(
+                        out.as_mut_ptr().cast::<__m512i>(),
+                        _mm512_sub_epi32(acc[b], corrections[b]),
+                    );
+                }
+            }
         }
     }
 }

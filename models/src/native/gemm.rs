@@ -3,10 +3,10 @@
 //!
 //! Per-row activation scales are what make the native engine's vectors independent of batching:
 //! a token's quantisation depends on that token alone, so a text gets the same vector whatever
-//! shares its call (ONNX Runtime's dynamic quantisation uses one scale per call). Three kernels
-//! compute the same i32 sums: AMX tiles where the CPU has them, AVX2's 16-bit multiply-adds where
-//! it has neither AMX nor AVX-512 VNNI, a portable loop elsewhere; the results are identical bit
-//! for bit, so an index built on one machine is queried alike on another.
+//! shares its call (ONNX Runtime's dynamic quantisation uses one scale per call). Four kernels
+//! compute the same i32 sums: AMX tiles where the CPU has them, else AVX-512 VNNI, else AVX2's
+//! 16-bit multiply-adds, else a portable loop; the results are identical bit for bit, so an index
+//! built on one machine is queried alike on another.
 
 use super::cpu;
 use super::math::{LANES, rounded_int};
@@ -16,11 +16,13 @@ use super::math::{LANES, rounded_int};
 pub enum Kernel {
     /// Intel AMX tiles (Sapphire Rapids and later, with Linux permission).
     Amx,
+    /// AVX-512 VNNI's byte multiply-adds on the tile layout: CPUs without AMX (Intel Ice Lake and
+    /// later, AMD Zen 4 and later).
+    Vnni,
     /// AVX2's 16-bit multiply-adds on weights packed in pairs: CPUs with AVX2 but neither AMX nor
     /// AVX-512 VNNI (AMD Zen 1–3, Intel before Ice Lake).
     Avx2,
-    /// Row-major weights: AVX-512 VNNI where the CPU has it, else plain loops the compiler
-    /// vectorises; any CPU.
+    /// Row-major weights and plain loops the compiler vectorises: any CPU.
     Portable,
 }
 
@@ -38,7 +40,9 @@ impl Kernel {
             Kernel::Portable
         } else if cpu::amx_available() {
             Kernel::Amx
-        } else if cpu::avx2_available() && !cpu::vnni_available() {
+        } else if cpu::vnni_available() {
+            Kernel::Vnni
+        } else if cpu::avx2_available() {
             Kernel::Avx2
         } else {
             Kernel::Portable
@@ -69,11 +73,13 @@ pub struct QuantLinear {
 enum Weights {
     /// [`Kernel::Amx`]: the tile layout of [`cpu::amx_matmul`].
     Tiles(Vec<i8>),
+    /// [`Kernel::Vnni`]: the same layout, with each output's weight sum (what `vpdpbusd`'s
+    /// unsigned inputs need).
+    VnniTiles { tiles: Vec<i8>, sums: Vec<i32> },
     /// [`Kernel::Avx2`]: the pair layout of [`cpu::avx2_matmul`], widened to i16.
     Pairs(Vec<i16>),
-    /// [`Kernel::Portable`]: row-major `[outputs × inputs]`, with each row's sum (what
-    /// `vpdpbusd`'s unsigned inputs need).
-    Rows { rows: Vec<i8>, sums: Vec<i32> },
+    /// [`Kernel::Portable`]: row-major `[outputs × inputs]`.
+    Rows(Vec<i8>),
 }
 
 /// Per-thread buffers reused across calls.
@@ -86,8 +92,9 @@ pub struct Scratch {
 
 impl QuantLinear {
     /// From an f32 weight `[outputs × inputs]` (PyTorch's layout) and bias. The AMX kernel needs
-    /// `inputs` a multiple of 64 and `outputs` of 32 (MiniLM: 384, 1,152, 1,536); the AVX2
-    /// kernel even `inputs` and `outputs` a multiple of 16.
+    /// `inputs` a multiple of 64 and `outputs` of 32 (MiniLM: 384, 1,152, 1,536); the VNNI
+    /// kernel `inputs` a multiple of 64 and `outputs` of 16; the AVX2 kernel even `inputs` and
+    /// `outputs` a multiple of 16.
     pub fn new(weight: &[f32], bias: &[f32], inputs: usize, kernel: Kernel) -> QuantLinear {
         let outputs = bias.len();
         assert_eq!(weight.len(), inputs * outputs, "weight shape");
@@ -101,19 +108,26 @@ impl QuantLinear {
             scales[o] = quantize_row(row, q);
         }
         let weights = match kernel {
-            Kernel::Portable => Weights::Rows {
-                sums: rows
-                    .chunks(inputs)
-                    .map(|row| row.iter().map(|&w| i32::from(w)).sum())
-                    .collect(),
-                rows,
-            },
+            Kernel::Portable => Weights::Rows(rows),
             Kernel::Amx => {
                 assert!(
                     inputs.is_multiple_of(64) && outputs.is_multiple_of(32),
                     "{inputs}×{outputs}"
                 );
                 Weights::Tiles(pack_tiles(&rows, inputs, outputs))
+            }
+            Kernel::Vnni => {
+                assert!(
+                    inputs.is_multiple_of(64) && outputs.is_multiple_of(16),
+                    "{inputs}×{outputs}"
+                );
+                Weights::VnniTiles {
+                    sums: rows
+                        .chunks(inputs)
+                        .map(|row| row.iter().map(|&w| i32::from(w)).sum())
+                        .collect(),
+                    tiles: pack_tiles(&rows, inputs, outputs),
+                }
             }
             Kernel::Avx2 => {
                 assert!(
@@ -147,11 +161,14 @@ impl QuantLinear {
             Weights::Tiles(tiles) => {
                 cpu::amx_matmul(a, tiles, sums, padded, self.inputs, self.outputs);
             }
-            Weights::Pairs(pairs) => cpu::avx2_matmul(a, pairs, self.inputs, rows, sums),
-            Weights::Rows {
-                rows: w,
+            Weights::VnniTiles {
+                tiles,
                 sums: w_sums,
-            } => cpu::portable_products(a, w, w_sums, self.inputs, rows, sums),
+            } => {
+                cpu::vnni_matmul(a, tiles, w_sums, self.inputs, rows, sums);
+            }
+            Weights::Pairs(pairs) => cpu::avx2_matmul(a, pairs, self.inputs, rows, sums),
+            Weights::Rows(w) => cpu::portable_matmul(a, w, self.inputs, rows, sums),
         }
     }
 
@@ -336,6 +353,7 @@ mod tests {
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         for (kernel, available) in [
             (Kernel::Amx, cpu::amx_available()),
+            (Kernel::Vnni, cpu::vnni_available()),
             (Kernel::Avx2, cpu::avx2_available()),
         ] {
             if !available {
@@ -350,10 +368,17 @@ mod tests {
     }
 
     #[test]
-    fn vnni_products_equal_the_plain_loop() {
-        let (inputs, outputs, rows) = (384, 96, 7);
+    fn vnni_products_equal_the_plain_loop_on_extreme_bytes() {
+        // 7 blocks of 16 outputs: two whole groups of three and one left over; 13 rows: one
+        // whole group of 8 and a padded one.
+        let (inputs, outputs, rows) = (384, 112, 13);
+        if !cpu::vnni_available() {
+            eprintln!("SKIPPED: this CPU has no AVX-512 VNNI");
+            return;
+        }
         let byte = |i: usize| ((i * 7919 + 13) % 256) as u8 as i8; // all of -128..=127
-        let a: Vec<i8> = (0..rows * inputs).map(byte).collect();
+        let mut a: Vec<i8> = (0..rows * inputs).map(byte).collect();
+        a.resize(16 * inputs, 0);
         let w: Vec<i8> = (0..outputs * inputs)
             .map(|i| byte(i * 31 + 5).max(-127))
             .collect();
@@ -361,13 +386,11 @@ mod tests {
             .chunks(inputs)
             .map(|r| r.iter().map(|&x| i32::from(x)).sum())
             .collect();
-        let (mut plain, mut fast) = (vec![0i32; rows * outputs], vec![0i32; rows * outputs]);
+        let (mut plain, mut fast) = (vec![0i32; 16 * outputs], vec![0i32; 16 * outputs]);
         cpu::portable_matmul(&a, &w, inputs, rows, &mut plain);
-        cpu::portable_products(&a, &w, &weight_sums, inputs, rows, &mut fast);
-        assert_eq!(plain, fast);
-        if !is_x86_feature_detected!("avx512vnni") {
-            eprintln!("this CPU has no AVX-512 VNNI: both ran the plain loop");
-        }
+        let tiles = pack_tiles(&w, inputs, outputs);
+        cpu::vnni_matmul(&a, &tiles, &weight_sums, inputs, rows, &mut fast);
+        assert_eq!(plain[..rows * outputs], fast[..rows * outputs]);
     }
 
     #[test]

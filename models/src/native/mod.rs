@@ -1,8 +1,9 @@
 //! stillweb's own int8 BERT embedder for CPUs: the same MiniLM weights as the ONNX model, with
-//! every weight product in int8 (AMX tiles or AVX2 where the CPU has them) and activations quantised per
-//! token, so a text's vector never depends on what shares its batch.
+//! every weight product in int8 (AMX tiles, AVX-512 VNNI or AVX2, whichever the CPU has) and
+//! activations quantised per token, so a text's vector never depends on what shares its batch.
 //!
-//! - [`cpu`]: the AMX and AVX2 product kernels and AVX-512 dispatch (the only `unsafe` in stillweb);
+//! - [`cpu`]: the AMX, VNNI and AVX2 product kernels and AVX-512 dispatch (the only `unsafe` in
+//!   stillweb);
 //! - [`gemm`]: int8 linear layers and the portable kernel that gives the same sums;
 //! - [`math`]: layer norm, GELU and exp in f32;
 //! - [`attention`]: self-attention in f32, sixteen queries to a vector;
@@ -52,7 +53,7 @@ impl NativeEmbedder {
     pub fn load(dir: &Path, threads: usize) -> Result<NativeEmbedder, ModelError> {
         let kernel = Kernel::detect();
         match kernel {
-            Kernel::Amx => {}
+            Kernel::Amx | Kernel::Vnni => {}
             Kernel::Avx2 => tracing::info!(
                 "no AMX or AVX-512 VNNI: the native engine runs its AVX2 kernel (on a 2-core \
                  AMD EPYC Zen 1, ~1.2x ONNX Runtime's int8 speed)"
@@ -62,13 +63,6 @@ impl NativeEmbedder {
                     "the native engine runs its portable kernel (STILLWEB_NATIVE_KERNEL)"
                 )
             }
-            Kernel::Portable if cpu::vnni_available() => tracing::warn!(
-                model = %dir.display(),
-                "this CPU (or kernel) offers no AMX int8: the native engine runs on AVX-512 VNNI, \
-                 ~3x slower than with AMX (~0.7x ONNX Runtime's speed); pass `--engine onnx` for \
-                 speed (its vectors differ slightly from the native ones, cosine ~0.997, so keep \
-                 one engine per index where results must be identical)"
-            ),
             Kernel::Portable => tracing::warn!(
                 model = %dir.display(),
                 "this CPU has no AMX, AVX-512 VNNI or AVX2: the native engine runs plain loops, \
