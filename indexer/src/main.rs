@@ -125,8 +125,8 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Measure the native engine's int8 products at MiniLM's weight shapes (AMX where the CPU
-    /// has it); prints JSON in GOP/s.
+    /// Measure the native engine's int8 products at MiniLM's weight shapes (on the kernel the
+    /// CPU runs: AMX, AVX-512 VNNI, AVX2 or the plain loop); prints JSON in GOP/s.
     BenchGemm {
         /// Rows (tokens) per product.
         #[arg(long, default_value_t = 4096)]
