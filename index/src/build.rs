@@ -22,6 +22,7 @@ use stillweb_models::Embedder;
 
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
 use crate::dense::{ChunkVectorWriter, DenseManifest, DocVectors};
+use crate::doc_ids::DocIdWriter;
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
 
@@ -227,6 +228,7 @@ struct Writers<'e> {
     chunk_fields: ChunkFields,
     doc_count: u64,
     chunk_count: u64,
+    ids: DocIdWriter,
     dense: Option<DenseBuild<'e>>,
 }
 
@@ -284,6 +286,7 @@ fn build_into(
         chunk_fields,
         doc_count: 0,
         chunk_count: 0,
+        ids: DocIdWriter::create(tmp)?,
         dense: None,
     };
     let mut dense_model = None;
@@ -338,6 +341,7 @@ fn build_into(
         }
         None => None,
     };
+    writers.ids.finish()?;
     writers.docs.commit()?;
     writers.chunks.commit()?;
     let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
@@ -492,6 +496,7 @@ impl Writers<'_> {
         let mut d = TantivyDocument::default();
         d.add_u64(f.ord, ord);
         d.add_text(f.doc_id, &doc.id);
+        self.ids.push(&doc.id)?;
         d.add_text(f.url_key, url_key);
         d.add_text(f.host, host_of(url_key));
         d.add_text(f.url, &doc.url);

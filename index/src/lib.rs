@@ -6,6 +6,7 @@
 //! ```text
 //! INDEX/
 //!   manifest.json   format version, build id, corpus sources with checksums and counts
+//!   doc_ids.bin     every document's source id by ordinal, memory-mapped (see `doc_ids`)
 //!   docs/           one tantivy document per page: title, body (stored), url, host, date
 //!   chunks/         one tantivy document per chunk: title + chunk text, document ordinal
 //!   dense/          (indexes built with an embedder) chunk vectors and the HNSW document graph
@@ -21,6 +22,7 @@ mod analyzer;
 mod bm25_at;
 mod build;
 pub mod dense;
+mod doc_ids;
 mod error;
 pub mod eval;
 pub mod fusion;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
-use tantivy::columnar::StrColumn;
+use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
@@ -13,6 +13,7 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDoc
 use crate::IndexError;
 use crate::analyzer::{ANALYZER, english};
 use crate::dense::DenseIndex;
+use crate::doc_ids::DocIds;
 use crate::manifest::IndexManifest;
 use crate::schema::{ChunkFields, DocFields};
 
@@ -41,7 +42,12 @@ pub struct SearchIndex {
     /// Where each document (by ordinal) and each chunk (by id) lives in its tantivy index.
     pub(crate) doc_addresses: Vec<DocAddress>,
     pub(crate) chunk_addresses: Vec<DocAddress>,
-    /// Each docs segment's `doc_id` column (`None` in indexes built before it was a fast field).
+    /// Every document's id by ordinal (`None` in indexes built before `doc_ids.bin`), and each
+    /// docs segment's `ord` column to find a hit's ordinal.
+    doc_ids: Option<DocIds>,
+    ord_columns: Vec<Option<Column<u64>>>,
+    /// Each docs segment's `doc_id` column (`None` in indexes built before it was a fast field):
+    /// where `doc_ids.bin` is missing.
     doc_id_columns: Vec<Option<StrColumn>>,
     dense: Option<DenseIndex>,
 }
@@ -118,9 +124,13 @@ impl SearchIndex {
             read_addresses(&doc_reader, "ord", manifest.documents).map_err(damaged)?;
         let chunk_addresses =
             read_addresses(&chunk_reader, "chunk_id", manifest.chunks).map_err(damaged)?;
-        let doc_id_columns = doc_reader
-            .searcher()
-            .segment_readers()
+        let doc_ids = DocIds::open(dir, manifest.documents)?;
+        let segments = doc_reader.searcher().segment_readers().to_vec();
+        let ord_columns = segments
+            .iter()
+            .map(|s| s.fast_fields().u64("ord").ok())
+            .collect();
+        let doc_id_columns = segments
             .iter()
             .map(|s| s.fast_fields().str("doc_id").ok().flatten())
             .collect();
@@ -139,6 +149,8 @@ impl SearchIndex {
             chunk_offsets,
             doc_addresses,
             chunk_addresses,
+            doc_ids,
+            ord_columns,
             doc_id_columns,
             dense,
         })
@@ -211,14 +223,20 @@ impl SearchIndex {
             .collect()
     }
 
-    /// The source id of the document at `address`: from the fast field, or from the stored page
-    /// in indexes built before the id was a fast field.
+    /// The source id of the document at `address`: from `doc_ids.bin`, else (indexes built
+    /// before it) from the fast field, else (before that) from the stored page.
     pub(crate) fn doc_id_at(
         &self,
         searcher: &Searcher,
         address: DocAddress,
     ) -> Result<String, IndexError> {
-        if let Some(Some(ids)) = self.doc_id_columns.get(address.segment_ord as usize)
+        let segment = address.segment_ord as usize;
+        if let (Some(ids), Some(Some(ords))) = (&self.doc_ids, self.ord_columns.get(segment))
+            && let Some(id) = ords.first(address.doc_id).and_then(|ord| ids.get(ord))
+        {
+            return Ok(id.to_string());
+        }
+        if let Some(Some(ids)) = self.doc_id_columns.get(segment)
             && let Some(ord) = ids.term_ords(address.doc_id).next()
         {
             let mut id = String::new();
@@ -347,21 +365,42 @@ mod tests {
         );
     }
 
-    /// Indexes built before document ids were a fast field have no `doc_id` column; their hits'
-    /// ids come from the stored page, and must be the same ids.
+    /// Hits' ids come from `doc_ids.bin`; indexes built before it read the `doc_id` column, and
+    /// those built before that the stored page: all three must give the same ids.
     #[test]
-    fn hit_ids_read_alike_from_the_fast_field_and_the_stored_page() {
+    fn hit_ids_read_alike_from_the_id_table_the_fast_field_and_the_stored_page() {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = build_pages(dir.path(), 40);
         let mut index = SearchIndex::open(&out).expect("open");
         let query = crate::parse("harbor lantern 3");
-        let from_column = index.bm25_documents(&query, 10).expect("search");
+        let from_table = index.bm25_documents(&query, 10).expect("search");
+        assert!(index.doc_ids.is_some() && index.ord_columns.iter().all(Option::is_some));
+        assert_eq!(from_table.len(), 10);
+        assert!(from_table.iter().all(|(id, _)| id.starts_with("page-")));
+
+        index.doc_ids = None;
         assert!(index.doc_id_columns.iter().all(Option::is_some));
-        assert_eq!(from_column.len(), 10);
-        assert!(from_column.iter().all(|(id, _)| id.starts_with("page-")));
+        let from_column = index.bm25_documents(&query, 10).expect("search");
+        assert_eq!(from_column, from_table);
 
         index.doc_id_columns.iter_mut().for_each(|c| *c = None);
         let from_stored = index.bm25_documents(&query, 10).expect("search");
-        assert_eq!(from_stored, from_column);
+        assert_eq!(from_stored, from_table);
+    }
+
+    /// An id table that does not match the index is refused at open, naming the file.
+    #[test]
+    fn a_damaged_id_table_is_refused_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = build_pages(dir.path(), 12);
+        let table = out.join(crate::doc_ids::DOC_IDS);
+        let mut bytes = std::fs::read(&table).expect("read");
+        bytes.truncate(bytes.len() - 3);
+        std::fs::write(&table, bytes).expect("write");
+        let err = SearchIndex::open(&out).expect_err("damaged").to_string();
+        assert!(
+            err.contains("doc_ids.bin") && err.contains("do not match its offsets"),
+            "{err}"
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::build::{publish, staging_dir};
 use crate::dense::{CHUNK_VECTORS, DENSE_DIR, DocVectors, build_doc_graph};
+use crate::doc_ids::DOC_IDS;
 use crate::manifest::IndexManifest;
 use crate::{IndexError, SearchIndex};
 
@@ -45,6 +46,10 @@ pub fn rebuild_doc_vectors(
     let result = (|| {
         for part in ["docs", "chunks"] {
             link_dir(&source.join(part), &tmp.join(part))?;
+        }
+        // Indexes built before the id table have none; they read ids from the docs index.
+        if source.join(DOC_IDS).is_file() {
+            link_file(&source.join(DOC_IDS), &tmp.join(DOC_IDS))?;
         }
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
