@@ -84,6 +84,8 @@ impl DocIdWriter {
 pub(crate) struct DocIds {
     bytes: OwnedBytes,
     count: usize,
+    /// Where the ids' bytes begin: after the header and the `count + 1` offsets.
+    ids_start: usize,
 }
 
 impl DocIds {
@@ -105,9 +107,7 @@ impl DocIds {
             .read_bytes()
             .map_err(|e| IndexError::io(&path, e))?;
         let data = bytes.as_slice();
-        let word = |at: usize| -> Option<u64> {
-            Some(u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?))
-        };
+        let word = |at| word_at(data, at);
         if data.get(..8) != Some(MAGIC.as_slice()) {
             return Err(damaged("not a stillweb document id file".into()));
         }
@@ -128,21 +128,26 @@ impl DocIds {
                 data.len()
             )));
         }
-        Ok(Some(DocIds { bytes, count }))
+        Ok(Some(DocIds {
+            bytes,
+            count,
+            ids_start,
+        }))
     }
 
     /// The id of document `ord`; `None` past the end or where its offsets or bytes are damaged.
     pub(crate) fn get(&self, ord: u64) -> Option<&str> {
         let ord = usize::try_from(ord).ok().filter(|&o| o < self.count)?;
         let data = self.bytes.as_slice();
-        let offset = |i: usize| -> Option<usize> {
-            let at = HEADER + i * 8;
-            Some(u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?) as usize)
-        };
-        let ids = HEADER + (self.count + 1) * 8;
+        let offset = |i: usize| word_at(data, HEADER + i * 8).map(|o| o as usize);
         let (start, end) = (offset(ord)?, offset(ord + 1)?);
-        std::str::from_utf8(data.get(ids + start..ids + end)?).ok()
+        std::str::from_utf8(data.get(self.ids_start + start..self.ids_start + end)?).ok()
     }
+}
+
+/// The little-endian u64 at byte `at`; `None` past the end.
+fn word_at(data: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?))
 }
 
 #[cfg(test)]

@@ -42,10 +42,10 @@ pub struct SearchIndex {
     /// Where each document (by ordinal) and each chunk (by id) lives in its tantivy index.
     pub(crate) doc_addresses: Vec<DocAddress>,
     pub(crate) chunk_addresses: Vec<DocAddress>,
-    /// Every document's id by ordinal (`None` in indexes built before `doc_ids.bin`), and each
-    /// docs segment's `ord` column to find a hit's ordinal.
+    /// Each docs segment's `ord` column, opened once (the reader never reloads): a hit's ordinal.
+    ord_columns: Vec<Column<u64>>,
+    /// Every document's id by ordinal (`None` in indexes built before `doc_ids.bin`).
     doc_ids: Option<DocIds>,
-    ord_columns: Vec<Option<Column<u64>>>,
     /// Each docs segment's `doc_id` column (`None` in indexes built before it was a fast field):
     /// where `doc_ids.bin` is missing.
     doc_id_columns: Vec<Option<StrColumn>>,
@@ -128,8 +128,9 @@ impl SearchIndex {
         let segments = doc_reader.searcher().segment_readers().to_vec();
         let ord_columns = segments
             .iter()
-            .map(|s| s.fast_fields().u64("ord").ok())
-            .collect();
+            .map(|s| s.fast_fields().u64("ord"))
+            .collect::<Result<_, _>>()
+            .map_err(|e| damaged(format!("docs index: {e}")))?;
         let doc_id_columns = segments
             .iter()
             .map(|s| s.fast_fields().str("doc_id").ok().flatten())
@@ -223,6 +224,13 @@ impl SearchIndex {
             .collect()
     }
 
+    /// The ordinal of the document at `address` in the docs index.
+    pub(crate) fn ord_at(&self, address: DocAddress) -> Option<u64> {
+        self.ord_columns
+            .get(address.segment_ord as usize)?
+            .first(address.doc_id)
+    }
+
     /// The source id of the document at `address`: from `doc_ids.bin`, else (indexes built
     /// before it) from the fast field, else (before that) from the stored page.
     pub(crate) fn doc_id_at(
@@ -230,13 +238,12 @@ impl SearchIndex {
         searcher: &Searcher,
         address: DocAddress,
     ) -> Result<String, IndexError> {
-        let segment = address.segment_ord as usize;
-        if let (Some(ids), Some(Some(ords))) = (&self.doc_ids, self.ord_columns.get(segment))
-            && let Some(id) = ords.first(address.doc_id).and_then(|ord| ids.get(ord))
+        if let Some(ids) = &self.doc_ids
+            && let Some(id) = self.ord_at(address).and_then(|ord| ids.get(ord))
         {
             return Ok(id.to_string());
         }
-        if let Some(Some(ids)) = self.doc_id_columns.get(segment)
+        if let Some(Some(ids)) = self.doc_id_columns.get(address.segment_ord as usize)
             && let Some(ord) = ids.term_ords(address.doc_id).next()
         {
             let mut id = String::new();
@@ -374,7 +381,9 @@ mod tests {
         let mut index = SearchIndex::open(&out).expect("open");
         let query = crate::parse("harbor lantern 3");
         let from_table = index.bm25_documents(&query, 10).expect("search");
-        assert!(index.doc_ids.is_some() && index.ord_columns.iter().all(Option::is_some));
+        assert!(index.doc_ids.is_some());
+        let segments = index.doc_reader.searcher().segment_readers().len();
+        assert_eq!(index.ord_columns.len(), segments);
         assert_eq!(from_table.len(), 10);
         assert!(from_table.iter().all(|(id, _)| id.starts_with("page-")));
 

@@ -240,13 +240,8 @@ impl SearchIndex {
                 },
                 &TopDocs::with_limit(limit).order_by_score(),
             )?;
-            let ords = doc_searcher
-                .segment_readers()
-                .iter()
-                .map(|s| column(s, "ord"))
-                .collect::<Result<Vec<_>, _>>()?;
             for (score, address) in top {
-                if let Some(ord) = ords[address.segment_ord as usize].first(address.doc_id) {
+                if let Some(ord) = self.ord_at(address) {
                     doc_bm25.insert(ord, score);
                 }
             }
@@ -694,10 +689,6 @@ fn filtered(scored: BooleanQuery, filter: Box<dyn Query>) -> BooleanQuery {
         (Occur::Must, Box::new(scored) as Box<dyn Query>),
         (Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))),
     ])
-}
-
-fn column(segment: &SegmentReader, name: &str) -> Result<Column<u64>, IndexError> {
-    Ok(segment.fast_fields().u64(name)?)
 }
 
 /// Collects the ordinals of the matching pages, sorted (no scoring).
