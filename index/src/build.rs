@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stillweb_corpus::Document;
-use stillweb_corpus::chunk::{ChunkerConfig, chunk_text};
+use stillweb_corpus::chunk::{Chunk, ChunkerConfig, chunk_text};
 use stillweb_corpus::ingest::{self, Item, SourceContext, derive_title};
 use stillweb_corpus::manifest::{CorpusManifest, sha256_file, source_digest};
 use stillweb_corpus::url_norm::{host_of, normalize_url};
@@ -503,7 +503,12 @@ impl Writers<'_> {
         d.add_text(f.title, &display_title);
         d.add_text(f.date, &doc.date);
         d.add_text(f.content, format!("{}\n{}", doc.title, doc.text));
-        let chunks = chunk_text(&doc.text, chunker);
+        let mut chunks = chunk_text(&doc.text, chunker);
+        if chunks.is_empty() {
+            // A title-only page: one empty chunk, indexed and embedded as its title (every chunk
+            // carries its page's title), so stage 2 can rank the page like any other.
+            chunks.push(Chunk { start: 0, end: 0 });
+        }
         d.add_u64(f.chunk_count, chunks.len() as u64);
         if let Some(dense) = &mut self.dense {
             dense
@@ -538,9 +543,11 @@ impl Writers<'_> {
     }
 }
 
-/// Replaces `out` with the finished `tmp` directory. An existing index is moved aside first and
-/// removed only once the new one is in place.
+/// Writes the finished `tmp` directory's checksums and replaces `out` with it. An existing index
+/// is moved aside first and removed only once the new one is in place.
 pub(crate) fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
+    // Last, over the finished files: what the server checks before it serves them.
+    crate::checksums::write(tmp)?;
     let old = out.with_file_name(format!(
         ".{}.old-{}",
         out.file_name()

@@ -164,7 +164,12 @@ impl Rows {
                     .and_then(|c| string_at(c, i))
                     .map_or_else(|| url.to_string(), str::to_string),
                 url: url.to_string(),
-                title: derive_title(text, url),
+                // No title column: a row without text has nothing to be found by (a bad row).
+                title: if text.trim().is_empty() {
+                    String::new()
+                } else {
+                    derive_title(text, url)
+                },
                 date: date
                     .and_then(|c| string_at(c, i))
                     .map_or_else(|| self.default_date.clone(), str::to_string),

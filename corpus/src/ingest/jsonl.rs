@@ -1,7 +1,7 @@
 //! JSON Lines documents, one `{id, url, title, date, text}` object a line (the fabricated gold and
 //! negative pages use this). Missing fields get deterministic values: `id` the source name and
-//! line number, `url` [`super::generated_url`], `title` [`super::derive_title`], `date` the
-//! source's `default_date`.
+//! line number, `url` [`super::generated_url`], `title` [`super::derive_title`] (when there is text to
+//! derive it from), `date` the source's `default_date`. A page with only a title is a document.
 
 use std::path::Path;
 
@@ -29,10 +29,11 @@ pub(super) fn open(path: &Path, context: &SourceContext) -> Result<Items, Corpus
             .url
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| generated_url(&context.name, &id));
-        let title = parsed
-            .title
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| derive_title(&text, &url));
+        let title = match parsed.title.filter(|t| !t.trim().is_empty()) {
+            Some(title) => title,
+            None if text.trim().is_empty() => String::new(),
+            None => derive_title(&text, &url),
+        };
         let date = parsed
             .date
             .filter(|d| !d.trim().is_empty())

@@ -156,12 +156,15 @@ pub fn generated_url(source: &str, id: &str) -> String {
     )
 }
 
-/// The checks every reader applies before it hands out a document.
+/// The checks every reader applies before it hands out a document. A record with a title and no
+/// body is a real document (classic collections such as CACM are half such records): it is
+/// indexed and searchable by its title. Only a record with neither is bad, so a reader derives a
+/// title (from the text or URL) only for a record that has text.
 pub(crate) fn finish(doc: Document, position: impl FnOnce() -> String) -> Item {
-    if doc.text.trim().is_empty() {
+    if doc.text.trim().is_empty() && doc.title.trim().is_empty() {
         return Item::Bad(BadRecord {
             position: position(),
-            reason: "empty text".to_string(),
+            reason: "no title and no text".to_string(),
         });
     }
     if let Err(e) = crate::url_norm::normalize_url(&doc.url) {
@@ -171,4 +174,45 @@ pub(crate) fn finish(doc: Document, position: impl FnOnce() -> String) -> Item {
         });
     }
     Item::Document(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(format: SourceFormat, lines: &str) -> Vec<Item> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("records.jsonl");
+        std::fs::write(&path, lines).expect("write");
+        let context = SourceContext {
+            name: "t".into(),
+            default_date: "1970-01-01".into(),
+        };
+        open(&path, format, &context).expect("open").collect()
+    }
+
+    /// A title with no body is a document (searchable by its title); neither is a bad record.
+    #[test]
+    fn title_only_records_are_documents_and_empty_ones_are_bad() {
+        let beir = read(
+            SourceFormat::Beir,
+            "{\"_id\": \"1\", \"title\": \"Computing Machinery\", \"text\": \"\"}\n\
+             {\"_id\": \"2\", \"title\": \"\", \"text\": \"  \"}\n\
+             {\"_id\": \"3\", \"title\": \"Both\", \"text\": \"A body.\"}\n",
+        );
+        assert!(
+            matches!(&beir[0], Item::Document(d) if d.title == "Computing Machinery" && d.text.is_empty())
+        );
+        assert!(matches!(&beir[1], Item::Bad(b) if b.reason == "no title and no text"));
+        assert!(matches!(&beir[2], Item::Document(_)));
+
+        // JSON Lines: a derived title (from text or URL) does not make an empty page a document.
+        let jsonl = read(
+            SourceFormat::Jsonl,
+            "{\"id\": \"a\", \"title\": \"Only a title\"}\n\
+             {\"id\": \"b\", \"url\": \"https://x.example/some-page\", \"text\": \"\"}\n",
+        );
+        assert!(matches!(&jsonl[0], Item::Document(d) if d.title == "Only a title"));
+        assert!(matches!(&jsonl[1], Item::Bad(b) if b.reason == "no title and no text"));
+    }
 }
