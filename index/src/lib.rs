@@ -21,6 +21,7 @@
 mod analyzer;
 mod bm25_at;
 mod build;
+pub mod checksums;
 pub mod dense;
 mod doc_ids;
 mod error;

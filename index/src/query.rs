@@ -44,6 +44,14 @@ impl ParsedQuery {
         !self.required.is_empty() || !self.excluded.is_empty() || !self.excluded_words.is_empty()
     }
 
+    /// How many operators the query holds (each phrase, `site:` and `-term`, counting every
+    /// alternative of an `OR`): each one is a filter clause, so servers cap it.
+    pub fn operator_count(&self) -> usize {
+        self.required.iter().map(Vec::len).sum::<usize>()
+            + self.excluded.len()
+            + self.excluded_words.len()
+    }
+
     /// Whether some required group asks for a phrase (these can be relaxed when nothing matches).
     pub fn requires_phrases(&self) -> bool {
         self.required
@@ -262,6 +270,8 @@ mod tests {
             vec![phrase("peace talks"), site_c("example.com")]
         );
         assert_eq!(q.excluded_words, vec!["draft".to_string()]);
+        assert_eq!(q.operator_count(), 5);
+        assert_eq!(parse("who wrote Hamlet").operator_count(), 0);
         assert!(q.requires_phrases());
         let relaxed = q.relaxed();
         assert_eq!(relaxed.required, vec![vec![site_c("en.wikipedia.org")]]);

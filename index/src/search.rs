@@ -162,7 +162,10 @@ pub struct SearchResults {
 /// Time spent in each stage of one search.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimings {
-    /// Stage 1: candidate documents (BM25, dense, filters).
+    /// Building the query operators' page filter (`site:`, phrases, exclusions), including the
+    /// count that decides whether required phrases must be relaxed.
+    pub filter: std::time::Duration,
+    /// Stage 1: candidate documents (BM25, dense, the filter applied).
     pub candidates: std::time::Duration,
     /// Stage 2: scoring the candidates' chunks, MaxP and fusion.
     pub chunks: std::time::Duration,
@@ -225,11 +228,12 @@ impl SearchIndex {
         }
         let limit = params.candidates.max(1);
         let doc_searcher = self.doc_reader.searcher();
+        let mut clock = std::time::Instant::now();
         let (filter, relaxed) = self.page_filter(query, &doc_searcher)?;
         results.relaxed = relaxed;
+        results.timings.filter = lap(&mut clock);
 
         // Stage 1.
-        let mut clock = std::time::Instant::now();
         let mut doc_bm25: BTreeMap<u64, f32> = BTreeMap::new();
         if lexical {
             let scored = bag_of_words(self.doc_fields.content, &terms);
