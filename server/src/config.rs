@@ -33,9 +33,22 @@ pub struct Args {
     /// Seconds after which a search is abandoned with a 504.
     #[arg(long, env = "STILLWEB_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes (`/retrieve` takes more: see
+    /// --max-retrieve-batch).
     #[arg(long, env = "STILLWEB_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
+    /// Seconds a connection may take to send a request's headers; also how long an idle
+    /// keep-alive connection is kept open.
+    #[arg(long, env = "STILLWEB_HEADER_READ_TIMEOUT_SECS", default_value_t = 30)]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client may take to send a request's body; a slower one gets 408. No in-flight
+    /// slot is held while a body is read.
+    #[arg(long, env = "STILLWEB_BODY_READ_TIMEOUT_SECS", default_value_t = 15)]
+    pub body_read_timeout_secs: u64,
+    /// Seconds a shutdown (SIGTERM, SIGINT) waits for in-flight requests before it closes the
+    /// remaining connections.
+    #[arg(long, env = "STILLWEB_SHUTDOWN_DRAIN_SECS", default_value_t = 20)]
+    pub shutdown_drain_secs: u64,
     /// Longest accepted query, in characters.
     #[arg(long, env = "STILLWEB_MAX_QUERY_CHARS", default_value_t = 2048)]
     pub max_query_chars: usize,
@@ -65,9 +78,15 @@ pub struct Args {
         default_value_t = 10_000
     )]
     pub embedding_cache_entries: usize,
-    /// Most queries in one `POST /v1/search/batch`.
+    /// Most queries in one `POST /v1/search/batch`, and most messages in one MCP JSON-RPC
+    /// batch.
     #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
     pub max_batch: usize,
+    /// Most queries in one Search-R1 `POST /retrieve` (a GRPO step sends every rollout's query
+    /// in one call: 512 prompts x 5 rollouts = 2,560). Its body limit grows to match:
+    /// this many queries of --max-query-chars each.
+    #[arg(long, env = "STILLWEB_MAX_RETRIEVE_BATCH", default_value_t = 4096)]
+    pub max_retrieve_batch: usize,
     /// Candidate documents that each stage-1 retriever hands to stage 2.
     #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
     pub candidates: usize,
@@ -108,8 +127,14 @@ pub struct Config {
     pub index: PathBuf,
     pub listen: SocketAddr,
     pub search_threads: usize,
+    /// The time limit of one whole request (a batch's searches share it).
     pub request_timeout: Duration,
     pub max_body_bytes: usize,
+    /// The body limit of `/retrieve`, sized for --max-retrieve-batch full-length queries.
+    pub max_retrieve_body_bytes: usize,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub shutdown_drain: Duration,
     pub max_query_chars: usize,
     pub sessions: SessionLimits,
     /// Ranking parameters; the weights are set from `mode` once the index is open.
@@ -119,6 +144,7 @@ pub struct Config {
     pub reranker: Option<PathBuf>,
     pub max_rerank_pool: usize,
     pub max_batch: usize,
+    pub max_retrieve_batch: usize,
     pub max_in_flight: usize,
     pub result_cache_entries: usize,
     pub embedding_cache_entries: usize,
@@ -129,8 +155,14 @@ pub struct Config {
 
 impl Args {
     pub fn validate(self) -> Result<Config, String> {
-        if self.request_timeout_secs == 0 {
-            return Err("--request-timeout-secs must be at least 1".into());
+        if self.request_timeout_secs == 0
+            || self.header_read_timeout_secs == 0
+            || self.body_read_timeout_secs == 0
+        {
+            return Err("--request-timeout-secs, --header-read-timeout-secs and --body-read-timeout-secs must be at least 1".into());
+        }
+        if self.max_retrieve_batch == 0 {
+            return Err("--max-retrieve-batch must be at least 1".into());
         }
         if self.max_query_chars == 0 || self.max_body_bytes < 1024 {
             return Err(
@@ -170,6 +202,14 @@ impl Args {
             search_threads,
             request_timeout: Duration::from_secs(self.request_timeout_secs),
             max_body_bytes: self.max_body_bytes,
+            // Each query as JSON: its characters (most are one byte), quotes, comma, escapes.
+            max_retrieve_body_bytes: self.max_body_bytes.max(
+                self.max_retrieve_batch
+                    .saturating_mul(self.max_query_chars.saturating_add(64)),
+            ),
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+            body_read_timeout: Duration::from_secs(self.body_read_timeout_secs),
+            shutdown_drain: Duration::from_secs(self.shutdown_drain_secs),
             max_query_chars: self.max_query_chars,
             sessions: SessionLimits {
                 idle_ttl: Duration::from_secs(self.session_ttl_secs),
@@ -193,6 +233,7 @@ impl Args {
             reranker: self.reranker,
             max_rerank_pool: self.max_rerank_pool,
             max_batch: self.max_batch.max(1),
+            max_retrieve_batch: self.max_retrieve_batch,
             max_in_flight: self.max_in_flight.max(1),
             result_cache_entries: self.result_cache_entries,
             embedding_cache_entries: self.embedding_cache_entries,
@@ -200,6 +241,17 @@ impl Args {
             model_threads: self.model_threads.max(1),
             engine: self.engine,
         })
+    }
+}
+
+impl Config {
+    /// The largest body the route (a pattern, as axum matched it) accepts.
+    pub fn body_limit(&self, route: &str) -> usize {
+        if route.ends_with("/retrieve") {
+            self.max_retrieve_body_bytes
+        } else {
+            self.max_body_bytes
+        }
     }
 }
 

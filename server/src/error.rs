@@ -22,14 +22,18 @@ pub enum ErrorCode {
     SessionNotFound,
     /// No such endpoint.
     RouteNotFound,
+    /// The endpoint exists but does not answer this HTTP method (see the `Allow` header).
+    MethodNotAllowed,
     /// The request asks for reranking but the server has no reranker.
     RerankUnavailable,
     /// The server is at its concurrency limit; retry after the `Retry-After` seconds.
     Overloaded,
     /// The request body is larger than the server accepts.
     PayloadTooLarge,
-    /// The search did not finish within the request timeout.
+    /// The request did not finish within the request timeout.
     Timeout,
+    /// The client did not send its request body within the body read timeout.
+    BodyTimeout,
     /// The server is starting or shutting down.
     NotReady,
     /// A bug or an I/O failure; details are in the server log.
@@ -39,24 +43,43 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// The code as it appears in error bodies (`url_not_seen`).
     pub fn name(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
+        self.as_str().to_string()
+    }
+
+    /// The code as it appears in error bodies and the `X-Stillweb-Error` header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::SessionRequired => "session_required",
+            ErrorCode::UrlNotSeen => "url_not_seen",
+            ErrorCode::UrlNotFound => "url_not_found",
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::RouteNotFound => "route_not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::RerankUnavailable => "rerank_unavailable",
+            ErrorCode::Overloaded => "overloaded",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::BodyTimeout => "body_timeout",
+            ErrorCode::NotReady => "not_ready",
+            ErrorCode::Internal => "internal",
+        }
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
         ErrorCode::UrlNotFound,
         ErrorCode::SessionNotFound,
         ErrorCode::RouteNotFound,
+        ErrorCode::MethodNotAllowed,
         ErrorCode::RerankUnavailable,
         ErrorCode::Overloaded,
         ErrorCode::PayloadTooLarge,
         ErrorCode::Timeout,
+        ErrorCode::BodyTimeout,
         ErrorCode::NotReady,
         ErrorCode::Internal,
     ];
@@ -69,10 +92,12 @@ impl ErrorCode {
             ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
             ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
             ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::Overloaded => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -132,9 +157,17 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
+    /// The native body; the error also rides along as a response extension, so that
+    /// [`crate::compat::dialect::in_dialect`] can write it in the shape of the route it answers.
     fn into_response(self) -> Response {
         let status = self.code.status();
-        (status, Json(self.body())).into_response()
+        let mut response = (status, Json(self.clone().body())).into_response();
+        response.headers_mut().insert(
+            crate::compat::dialect::ERROR_CODE_HEADER,
+            axum::http::HeaderValue::from_static(self.code.as_str()),
+        );
+        response.extensions_mut().insert(self);
+        response
     }
 }
 
@@ -151,12 +184,14 @@ mod tests {
             ErrorCode::UrlNotFound => 3,
             ErrorCode::SessionNotFound => 4,
             ErrorCode::RouteNotFound => 5,
-            ErrorCode::RerankUnavailable => 6,
-            ErrorCode::Overloaded => 7,
-            ErrorCode::PayloadTooLarge => 8,
-            ErrorCode::Timeout => 9,
-            ErrorCode::NotReady => 10,
-            ErrorCode::Internal => 11,
+            ErrorCode::MethodNotAllowed => 6,
+            ErrorCode::RerankUnavailable => 7,
+            ErrorCode::Overloaded => 8,
+            ErrorCode::PayloadTooLarge => 9,
+            ErrorCode::Timeout => 10,
+            ErrorCode::BodyTimeout => 11,
+            ErrorCode::NotReady => 12,
+            ErrorCode::Internal => 13,
         }
     }
 
@@ -164,6 +199,8 @@ mod tests {
     fn all_lists_every_code_once() {
         for (i, code) in ErrorCode::ALL.iter().enumerate() {
             assert_eq!(position(*code), i);
+            // The hand-written names are the serialised ones.
+            assert_eq!(serde_json::json!(code), code.as_str());
         }
     }
 }

@@ -8,13 +8,14 @@ mod cache;
 pub mod compat;
 pub mod config;
 pub mod error;
+pub mod ids;
 pub mod metrics;
 mod pool;
 pub mod routes;
 pub mod session;
 pub mod state;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use axum::Router;
@@ -22,11 +23,12 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 use stillweb_index::SearchIndex;
+use stillweb_index::checksums::Verified;
 use stillweb_index::search::Mode;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use stillweb_models::{Embedder, Reranker, load_embedder, load_reranker};
 use tower_http::trace::TraceLayer;
-use tracing::info;
+use tracing::{debug, info, warn};
 
 pub use config::{Args, Config};
 pub use state::AppState;
@@ -45,6 +47,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/retrieve"),
     ("POST", "/search-r1/retrieve"),
     ("POST", "/serper/search"),
+    ("GET", "/serper/search"),
     ("GET", "/brave/res/v1/web/search"),
     ("POST", "/tavily/search"),
     ("POST", "/tavily/extract"),
@@ -61,25 +64,28 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// under `/s/{session}/`, for clients that can only change a base URL.
 pub fn app(state: AppState) -> Router {
     let api: Router<AppState> = Router::new()
-        .route(ROUTES[0].1, post(routes::search::search))
-        .route(ROUTES[1].1, post(routes::visit::visit))
+        .route("/v1/search", post(routes::search::search))
+        .route("/v1/visit", post(routes::visit::visit))
         .route(
-            ROUTES[2].1,
+            "/v1/sessions/{id}",
             get(routes::sessions::transcript).delete(routes::sessions::end),
         )
-        .route(ROUTES[4].1, post(routes::batch::batch))
-        .route(ROUTES[7].1, post(compat::search_r1::retrieve))
-        .route(ROUTES[8].1, post(compat::search_r1::retrieve))
-        .route(ROUTES[9].1, post(compat::serper::search))
-        .route(ROUTES[10].1, get(compat::brave::search))
-        .route(ROUTES[11].1, post(compat::tavily::search))
-        .route(ROUTES[12].1, post(compat::tavily::extract))
-        .route(ROUTES[13].1, post(compat::exa::search))
-        .route(ROUTES[14].1, post(compat::exa::contents))
+        .route("/v1/search/batch", post(routes::batch::batch))
+        .route("/retrieve", post(compat::search_r1::retrieve))
+        .route("/search-r1/retrieve", post(compat::search_r1::retrieve))
+        .route(
+            "/serper/search",
+            post(compat::serper::search).get(compat::serper::search),
+        )
+        .route("/brave/res/v1/web/search", get(compat::brave::search))
+        .route("/tavily/search", post(compat::tavily::search))
+        .route("/tavily/extract", post(compat::tavily::extract))
+        .route("/exa/search", post(compat::exa::search))
+        .route("/exa/contents", post(compat::exa::contents))
         // `/jina/{url}` in the API description; the URL may hold slashes, hence the wildcard.
         .route("/jina/{*url}", get(compat::jina::read))
         .route(
-            ROUTES[16].1,
+            "/mcp",
             post(compat::mcp::post)
                 .get(compat::mcp::get)
                 .delete(compat::mcp::delete),
@@ -87,17 +93,19 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(api.clone())
         .nest("/s/{session}", api)
-        .route(ROUTES[5].1, get(routes::health::healthz))
-        .route(ROUTES[6].1, get(routes::health::readyz))
-        .route(ROUTES[18].1, get(routes::ops::metrics))
-        .route(ROUTES[19].1, get(routes::ops::info))
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(routes::ops::metrics))
+        .route("/info", get(routes::ops::info))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             routes::ops::observe,
         ))
         .fallback(routes::fallback)
-        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        // `observe` reads every body within its route's limit; the extractors need not recount.
+        .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
+        .layer(middleware::from_fn(compat::dialect::in_dialect))
         .with_state(state)
 }
 
@@ -106,6 +114,24 @@ pub fn app(state: AppState) -> Router {
 /// slow.
 pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     let started = Instant::now();
+    // Every file against the build's checksums first: a same-size corruption passes the
+    // structural checks of `open` and the warm-up, and then fails inside a search.
+    match stillweb_index::checksums::verify(&config.index)? {
+        Verified::All {
+            files,
+            bytes,
+            elapsed,
+        } => info!(
+            files,
+            bytes,
+            elapsed_ms = elapsed.as_millis() as u64,
+            "index files match their checksums"
+        ),
+        Verified::NoChecksums => warn!(
+            index = %config.index.display(),
+            "the index has no checksums.sha256 (built by an older stillweb), so damage on disk cannot be detected; rebuild it to get them"
+        ),
+    }
     let index = SearchIndex::open(&config.index)?;
     let has_dense = index.manifest().dense.is_some();
     let mode = config
@@ -183,7 +209,8 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     Ok(state)
 }
 
-/// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests, and exits.
+/// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests (for at
+/// most `--shutdown-drain-secs`), and exits.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     info!(config = ?config, "starting");
     let listen = config.listen;
@@ -195,15 +222,66 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     info!(address = %local, "listening");
     // One line on stdout for scripts and tests that start the server on port 0.
     println!("stillweb-server listening on http://{local}");
-    let drain_state = state.clone();
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            drain_state.set_ready(false);
-            info!("shutting down: finishing in-flight requests");
-        })
-        .await?;
+    serve(listener, state, shutdown_signal()).await;
     Ok(())
+}
+
+/// Serves HTTP/1.1 connections from `listener` until `stop` completes. Each connection must send
+/// a request's headers within `--header-read-timeout-secs` (which also closes idle keep-alive
+/// connections); bodies are bounded by the `observe` middleware. On `stop` the server reports
+/// not ready, stops accepting, lets in-flight requests finish for at most
+/// `--shutdown-drain-secs`, then returns, dropping whatever connections remain.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let router = app(state.clone());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(state.config.header_read_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // wait a moment instead of spinning.
+                    warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let connection =
+            graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    state.set_ready(false);
+    let drain = state.config.shutdown_drain;
+    info!(
+        drain_secs = drain.as_secs(),
+        "shutting down: finishing in-flight requests"
+    );
+    if tokio::time::timeout(drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        warn!(
+            drain_secs = drain.as_secs(),
+            "in-flight requests did not finish within the drain deadline; closing their connections"
+        );
+    }
 }
 
 async fn shutdown_signal() {

@@ -3,64 +3,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use clap::Parser;
 use serde_json::{Value, json};
-use stillweb_server::{AppState, Args, app, prepare};
-use support::{KillOnDrop, samples_index, spawn_server};
+use stillweb_server::{AppState, app};
+use support::{KillOnDrop, call, call_with, code, samples_index, spawn_server, state};
 use tower::ServiceExt;
-
-fn state(index: &Path, extra: &[&str]) -> AppState {
-    let mut args = vec!["stillweb-server", "--index", index.to_str().expect("path")];
-    args.extend_from_slice(extra);
-    prepare(Args::parse_from(args).validate().expect("config")).expect("state")
-}
-
-async fn call(
-    state: &AppState,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    call_with(state, method, path, &[], body).await
-}
-
-async fn call_with(
-    state: &AppState,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = Request::builder().method(method).uri(path);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let request = match body {
-        Some(b) => request
-            .header("content-type", "application/json")
-            .body(Body::from(b.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .expect("request");
-    let response = app(state.clone()).oneshot(request).await.expect("response");
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 26)
-        .await
-        .expect("body");
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-fn code(body: &Value) -> &str {
-    body["error"]["code"].as_str().unwrap_or("")
-}
 
 #[tokio::test]
 async fn search_then_visit_within_a_session() {
@@ -161,7 +112,10 @@ async fn invalid_requests_get_specific_errors() {
             "`k` must be between 1 and 20, got 25",
         ),
         (json!({"query": "   "}), "`query` is empty"),
-        (json!({"query": "y".repeat(51)}), "the limit is 50"),
+        (
+            json!({"query": "y".repeat(51)}),
+            "longer than 50 characters",
+        ),
         (
             json!({"query": "x", "session": "bad id"}),
             "`session` must be",
@@ -411,7 +365,7 @@ fn real_server_reranks_with_the_qwen3_fixture() {
         refused["error"]["message"]
             .as_str()
             .expect("message")
-            .contains("`rerank_pool` must be between 1 and 100")
+            .contains("`rerank_pool` must be between 0 (no reranking) and 100")
     );
 
     let status = Command::new("kill")

@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::error::{ApiError, ErrorCode};
+use super::dialect::Dialect;
+use crate::error::ApiError;
 use crate::routes::SessionSources;
 use crate::routes::search::{MAX_K, Query, answer_hits};
 use crate::state::AppState;
@@ -22,29 +23,6 @@ pub struct BraveParams {
     pub count: Option<i64>,
     #[serde(default)]
     pub offset: Option<i64>,
-}
-
-fn error(e: ApiError) -> Response {
-    let status = e.code.status();
-    let code = match e.code {
-        ErrorCode::InvalidRequest => "VALIDATION",
-        ErrorCode::Timeout => "TIMEOUT",
-        _ => "GENERIC",
-    };
-    (
-        status,
-        Json(json!({
-            "type": "ErrorResponse",
-            "error": {
-                "id": super::new_request_id(),
-                "status": status.as_u16(),
-                "code": code,
-                "detail": e.message,
-                "meta": {"component": "stillweb"},
-            },
-        })),
-    )
-        .into_response()
 }
 
 /// `2024-05-01` → `May 1, 2024`, the human form Brave's `age` uses.
@@ -81,7 +59,7 @@ pub async fn search(
 ) -> Response {
     match run(&state, sources, params).await {
         Ok(r) => r,
-        Err(e) => error(e),
+        Err(e) => Dialect::Brave.error(&e),
     }
 }
 

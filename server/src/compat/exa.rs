@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dialect::Dialect;
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
@@ -43,23 +44,6 @@ pub struct ContentsRequest {
     pub ids: Vec<String>,
     #[serde(flatten)]
     pub _other: serde_json::Map<String, Value>,
-}
-
-fn error(e: ApiError) -> Response {
-    let tag = match e.code {
-        ErrorCode::InvalidRequest => "INVALID_REQUEST_BODY",
-        ErrorCode::Timeout => "TIMEOUT",
-        _ => "INTERNAL_ERROR",
-    };
-    let status = match e.code {
-        ErrorCode::InvalidRequest => axum::http::StatusCode::BAD_REQUEST,
-        code => code.status(),
-    };
-    (
-        status,
-        Json(json!({"requestId": new_request_id(), "error": e.message, "tag": tag})),
-    )
-        .into_response()
 }
 
 /// Whether the search asked for page text (`contents.text`, or the legacy top-level `text`).
@@ -118,7 +102,7 @@ pub async fn search(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => error(e),
+        Err(e) => Dialect::Exa.error(&e),
     }
 }
 
@@ -165,7 +149,8 @@ pub async fn contents(
                     statuses.push(json!({
                         "id": url,
                         "status": "error",
-                        "error": {"tag": tag, "httpStatusCode": e.code.status().as_u16()},
+                        // exa-py reads the tag and status; raw callers get the reason too.
+                        "error": {"tag": tag, "httpStatusCode": e.code.status().as_u16(), "message": e.message},
                     }));
                 }
             }
@@ -175,6 +160,6 @@ pub async fn contents(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => error(e),
+        Err(e) => Dialect::Exa.error(&e),
     }
 }

@@ -10,32 +10,11 @@ use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::routes::visit::visit_recorded;
 use crate::state::AppState;
-
-fn error(e: ApiError) -> Response {
-    let status = e.code.status();
-    let name = match e.code {
-        ErrorCode::UrlNotSeen => "SecurityCompromiseError",
-        ErrorCode::UrlNotFound => "AssertionFailureError",
-        ErrorCode::SessionRequired | ErrorCode::InvalidRequest => "ParamValidationError",
-        _ => "ServiceError",
-    };
-    (
-        status,
-        Json(json!({
-            "data": null,
-            "code": status.as_u16(),
-            "name": name,
-            "status": u32::from(status.as_u16()) * 100,
-            "message": e.message,
-            "readableMessage": format!("{name}: {}", e.message),
-        })),
-    )
-        .into_response()
-}
 
 pub async fn read(
     State(state): State<AppState>,
@@ -60,7 +39,7 @@ pub async fn read(
     .await;
     let page = match result {
         Ok(p) => p,
-        Err(e) => return error(e),
+        Err(e) => return Dialect::Jina.error(&e),
     };
     let json_wanted = headers
         .get(header::ACCEPT)

@@ -61,9 +61,40 @@ fn tool_result(text: String, is_error: bool, structured: Option<Value>) -> Value
     result
 }
 
-/// A fresh session id for an `initialize` without one.
+/// A fresh session id for an `initialize` without one: 128 random bits, since the id is what
+/// unlocks the session's pages.
 fn new_session_id() -> String {
-    format!("mcp-{}", super::new_request_id())
+    format!("mcp-{}", crate::ids::session_id())
+}
+
+/// An HTTP-level refusal with a JSON-RPC error body (no request id to answer).
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(rpc_error(Value::Null, -32600, message))).into_response()
+}
+
+/// The session the request names: `Mcp-Session-Id` and a `/s/{session}/mcp` path must agree,
+/// and either must be a valid session id. The error is the refusal's message.
+fn request_session(
+    sources: &SessionSources,
+    headers: &HeaderMap,
+) -> Result<Option<String>, String> {
+    let header = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| "`Mcp-Session-Id` is not valid text".to_string())?,
+        ),
+    };
+    let path = sources.resolve(None).map_err(|e| e.message)?;
+    match (header, path) {
+        (Some(h), Some(p)) if h != p => Err(format!(
+            "conflicting sessions: header `Mcp-Session-Id` says `{h}`, path prefix `/s/{{session}}` says `{p}`"
+        )),
+        (Some(h), _) => crate::routes::check_session(Some(h))
+            .map(|s| s.map(str::to_string))
+            .map_err(|e| format!("`Mcp-Session-Id`: {}", e.message)),
+        (None, p) => Ok(p),
+    }
 }
 
 pub async fn post(
@@ -82,14 +113,23 @@ pub async fn post(
                 .into_response();
         }
     };
-    let header_session = headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let path_session = sources.resolve(None).ok().flatten();
-    let mut session = header_session.or(path_session);
-
+    let mut session = match request_session(&sources, &headers) {
+        Ok(s) => s,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
+    };
     let messages = match &message {
+        // JSON-RPC batches (protocol 2025-03-26; 2025-06-18 has none) are capped like search
+        // batches: each call may return a whole page.
+        Value::Array(items) if items.len() > state.config.max_batch => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "a JSON-RPC batch holds at most {} messages, got {}",
+                    state.config.max_batch,
+                    items.len()
+                ),
+            );
+        }
         Value::Array(items) => items.clone(),
         single => vec![single.clone()],
     };
@@ -243,12 +283,20 @@ pub async fn get() -> Response {
 }
 
 /// `DELETE /mcp`: ends the MCP session (and the stillweb session it is).
-pub async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    match headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-        Some(session) => {
-            state.sessions.end(session, Instant::now());
+pub async fn delete(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    headers: HeaderMap,
+) -> Response {
+    match request_session(&sources, &headers) {
+        Ok(Some(session)) => {
+            state.sessions.end(&session, Instant::now());
             StatusCode::OK.into_response()
         }
-        None => (StatusCode::BAD_REQUEST, "Mcp-Session-Id header required").into_response(),
+        Ok(None) => refuse(
+            StatusCode::BAD_REQUEST,
+            "`Mcp-Session-Id` header (or a /s/{session}/mcp URL) required",
+        ),
+        Err(message) => refuse(StatusCode::BAD_REQUEST, message),
     }
 }

@@ -7,14 +7,18 @@
 //! | API | endpoints |
 //! |---|---|
 //! | Search-R1 retrieval server | `POST /retrieve`, `POST /search-r1/retrieve` |
-//! | Serper | `POST /serper/search` |
+//! | Serper | `POST` or `GET /serper/search` |
 //! | Brave Search | `GET /brave/res/v1/web/search` |
 //! | Tavily | `POST /tavily/search`, `POST /tavily/extract` |
 //! | Exa | `POST /exa/search`, `POST /exa/contents` |
 //! | Jina Reader | `GET /jina/{url}` |
 //! | MCP (streamable HTTP) | `POST /mcp` |
+//!
+//! Errors from any route, the router's own included, are written in the route's dialect by
+//! [`dialect::in_dialect`].
 
 pub mod brave;
+pub mod dialect;
 pub mod exa;
 pub mod jina;
 pub mod mcp;
@@ -61,16 +65,9 @@ fn with_domains(query: &str, include: &[String], exclude: &[String]) -> String {
     }
 }
 
-/// A fresh id for request-id headers and the APIs whose responses carry one: time-seeded and
-/// counted, unique within the process.
+/// A fresh id for the APIs whose responses carry one (random: see [`crate::ids`]).
 pub fn new_request_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{:08x}{:08x}", nanos, n)
+    crate::ids::request_id()
 }
 
 #[cfg(test)]

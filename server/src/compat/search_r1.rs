@@ -3,18 +3,30 @@
 //! (without `return_scores`, each entry is the document itself). `contents` is the title in
 //! quotes on the first line, then the passage — the layout of Search-R1's wiki corpus, which its
 //! agents split on the first newline. Errors are FastAPI's `{"detail": ...}`.
+//!
+//! Training loops call it once per step with every rollout's query and read `result` without
+//! checking the status, so it answers what the reference server answers: an empty batch is
+//! `{"result": []}`, an empty (or otherwise unanswerable) query gets an empty list in its slot
+//! while the rest are answered (the reasons go in `errors`), and a missing or non-positive `topk`
+//! means the default. Batches hold up to `--max-retrieve-batch` queries (a GRPO step's
+//! 512 × 5 fits in one call).
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::clamp_count;
-use crate::routes::search::{Query, answer_hits};
+use super::dialect::Dialect;
+use crate::error::{ApiError, ErrorCode};
+use crate::routes::batch::search_many;
+use crate::routes::search::{MAX_K, Query};
 use crate::routes::{ApiJson, SessionSources};
 use crate::state::AppState;
+
+/// Documents per query when `topk` is missing, null or not positive (the reference server's
+/// `retrieval_topk`).
+pub const DEFAULT_TOPK: i64 = 3;
 
 #[derive(Debug, Deserialize)]
 pub struct RetrieveRequest {
@@ -25,73 +37,81 @@ pub struct RetrieveRequest {
     pub return_scores: bool,
 }
 
-fn detail(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({"detail": message.into()}))).into_response()
-}
-
 pub async fn retrieve(
     State(state): State<AppState>,
     sources: SessionSources,
-    request: Result<ApiJson<RetrieveRequest>, crate::error::ApiError>,
+    request: Result<ApiJson<RetrieveRequest>, ApiError>,
 ) -> Response {
-    let ApiJson(request) = match request {
-        Ok(r) => r,
-        Err(e) => return detail(e.code.status(), e.message),
-    };
-    let session = match sources.resolve(None) {
-        Ok(s) => s,
-        Err(e) => return detail(e.code.status(), e.message),
-    };
-    if request.queries.is_empty() || request.queries.len() > state.config.max_batch {
-        return detail(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "`queries` must hold 1 to {} queries",
-                state.config.max_batch
-            ),
-        );
+    match run(&state, sources, request).await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => Dialect::SearchR1.error(&e),
     }
-    let k = clamp_count(request.topk, 3);
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, text) in request.queries.into_iter().enumerate() {
-        let state = state.clone();
-        let session = session.clone();
-        let query = Query {
+}
+
+async fn run(
+    state: &AppState,
+    sources: SessionSources,
+    request: Result<ApiJson<RetrieveRequest>, ApiError>,
+) -> Result<Value, ApiError> {
+    let ApiJson(request) = request?;
+    let session = sources.resolve(None)?;
+    let max = state.config.max_retrieve_batch;
+    if request.queries.len() > max {
+        return Err(ApiError::invalid(format!(
+            "`queries` holds {} queries; the limit is {max} (--max-retrieve-batch)",
+            request.queries.len()
+        )));
+    }
+    let k = match request.topk {
+        Some(k) if k > 0 => k.min(MAX_K),
+        _ => DEFAULT_TOPK,
+    };
+    let queries: Vec<Query> = request
+        .queries
+        .into_iter()
+        .map(|text| Query {
             query: text,
             k: Some(k),
             rerank: None,
             rerank_pool: None,
-        };
-        tasks.spawn(async move { (i, answer_hits(&state, session.as_deref(), query).await) });
+        })
+        .collect();
+    let answers = search_many(state, session.as_deref(), queries).await?;
+    let mut errors = Vec::new();
+    let mut result = Vec::with_capacity(answers.len());
+    for (i, answer) in answers.into_iter().enumerate() {
+        match answer {
+            Ok(answer) => result.push(Value::Array(
+                answer
+                    .hits
+                    .into_iter()
+                    .map(|h| {
+                        let document = json!({
+                            "id": h.doc_id,
+                            "contents": format!("\"{}\"\n{}", h.title, h.snippet),
+                            "url": h.url,
+                        });
+                        if request.return_scores {
+                            json!({"document": document, "score": h.score})
+                        } else {
+                            document
+                        }
+                    })
+                    .collect(),
+            )),
+            // A query the index cannot answer (empty, too long, too many operators) gets no
+            // documents, as the reference server gives an empty query; the server's own
+            // failures fail the call.
+            Err(e) if e.code == ErrorCode::InvalidRequest => {
+                errors.push(json!({"index": i, "detail": e.message}));
+                result.push(Value::Array(Vec::new()));
+            }
+            Err(e) => return Err(ApiError::new(e.code, format!("query {i}: {}", e.message))),
+        }
     }
-    let mut result: Vec<Value> = vec![Value::Null; tasks.len()];
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((i, answer)) = joined else {
-            return detail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "a query failed; see the server log",
-            );
-        };
-        let answer = match answer {
-            Ok(a) => a,
-            Err(e) => return detail(e.code.status(), format!("query {i}: {}", e.message)),
-        };
-        result[i] = answer
-            .hits
-            .into_iter()
-            .map(|h| {
-                let document = json!({
-                    "id": h.doc_id,
-                    "contents": format!("\"{}\"\n{}", h.title, h.snippet),
-                    "url": h.url,
-                });
-                if request.return_scores {
-                    json!({"document": document, "score": h.score})
-                } else {
-                    document
-                }
-            })
-            .collect();
+    let mut body = json!({ "result": result });
+    if !errors.is_empty() {
+        body["errors"] = Value::Array(errors);
     }
-    Json(json!({ "result": result })).into_response()
+    Ok(body)
 }

@@ -1,60 +1,110 @@
 //! Serper (Google results as JSON): `POST /serper/search {"q", "num", "page"}` →
 //! `{"searchParameters": {...}, "organic": [{"title", "link", "snippet", "date", "position"}]}`.
-//! Pages are `num` results each, within the 20 results stillweb ranks. Errors are
-//! `{"message", "statusCode"}`, as Serper sends them.
+//! Widely used wrappers also send `q`, `num`, `page`, `gl`, `hl`, `type` (and `api_key`) as
+//! query-string parameters, with an empty `POST` body or as a `GET`: both are read, and a body
+//! field wins over the same parameter in the query string. Pages are `num` results each, within
+//! the 20 results stillweb ranks. Errors are `{"message", "statusCode"}`, as Serper sends them.
 
 use axum::Json;
-use axum::extract::State;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
+use super::dialect::Dialect;
 use crate::error::ApiError;
+use crate::routes::SessionSources;
 use crate::routes::search::{MAX_K, Query, answer_hits};
-use crate::routes::{ApiJson, SessionSources};
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
-pub struct SerperRequest {
-    pub q: String,
-    #[serde(default)]
-    pub num: Option<i64>,
-    #[serde(default)]
-    pub page: Option<i64>,
-    /// Country, language, location, type...: accepted and ignored (one frozen corpus).
-    #[serde(flatten)]
-    pub _other: serde_json::Map<String, serde_json::Value>,
-}
-
-fn error(e: ApiError) -> Response {
-    let status = e.code.status();
-    (
-        status,
-        Json(json!({"message": e.message, "statusCode": status.as_u16()})),
-    )
-        .into_response()
+/// Serper's options, from the query string and the JSON body merged (the body wins).
+#[derive(Debug)]
+struct SerperRequest {
+    q: String,
+    num: i64,
+    page: i64,
+    kind: String,
 }
 
 pub async fn search(
     State(state): State<AppState>,
     sources: SessionSources,
-    request: Result<ApiJson<SerperRequest>, ApiError>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
 ) -> Response {
-    match run(&state, sources, request).await {
+    match run(&state, sources, query.as_deref(), &body).await {
         Ok(r) => r,
-        Err(e) => error(e),
+        Err(e) => Dialect::Serper.error(&e),
     }
+}
+
+/// Query-string parameters, then the body's fields over them.
+fn merged(query: Option<&str>, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let mut fields = Map::new();
+    for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        fields.insert(name.into_owned(), Value::String(value.into_owned()));
+    }
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(object)) => fields.extend(object),
+            Ok(_) => return Err(ApiError::invalid("the body must be a JSON object")),
+            Err(e) => return Err(ApiError::invalid(format!("the body is not JSON: {e}"))),
+        }
+    }
+    Ok(fields)
+}
+
+/// A whole number given as a JSON number or as text (`"10"`, as query strings give it).
+fn integer(fields: &Map<String, Value>, name: &str) -> Result<Option<i64>, ApiError> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(format!("`{name}` must be a whole number"))),
+        Some(Value::String(s)) => {
+            s.trim().parse().map(Some).map_err(|_| {
+                ApiError::invalid(format!("`{name}` must be a whole number, got `{s}`"))
+            })
+        }
+        Some(_) => Err(ApiError::invalid(format!(
+            "`{name}` must be a whole number"
+        ))),
+    }
+}
+
+fn parse_request(query: Option<&str>, body: &[u8]) -> Result<SerperRequest, ApiError> {
+    let fields = merged(query, body)?;
+    let q = match fields.get("q") {
+        Some(Value::String(q)) => q.clone(),
+        Some(_) => return Err(ApiError::invalid("`q` must be a string")),
+        None => {
+            return Err(ApiError::invalid(
+                "`q` is required (in the JSON body or the query string)",
+            ));
+        }
+    };
+    let kind = match fields.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        _ => "search".to_string(),
+    };
+    Ok(SerperRequest {
+        q,
+        num: integer(&fields, "num")?.unwrap_or(10).clamp(1, 100),
+        page: integer(&fields, "page")?.unwrap_or(1).max(1),
+        kind,
+    })
 }
 
 async fn run(
     state: &AppState,
     sources: SessionSources,
-    request: Result<ApiJson<SerperRequest>, ApiError>,
+    query: Option<&str>,
+    body: &[u8],
 ) -> Result<Response, ApiError> {
-    let ApiJson(request) = request?;
+    let request = parse_request(query, body)?;
     let session = sources.resolve(None)?;
-    let num = request.num.unwrap_or(10).clamp(1, 100);
-    let page = request.page.unwrap_or(1).max(1);
+    let (num, page) = (request.num, request.page);
     let start = (page - 1).saturating_mul(num);
     let k = start.saturating_add(num).min(MAX_K);
     let hits = if start >= MAX_K {
@@ -88,7 +138,7 @@ async fn run(
     Ok(Json(json!({
         "searchParameters": {
             "q": request.q,
-            "type": "search",
+            "type": request.kind,
             "num": num,
             "page": page,
             "engine": "stillweb",
@@ -97,4 +147,27 @@ async fn run(
         "credits": 1,
     }))
     .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_string_and_body_merge_with_the_body_winning() {
+        let r = parse_request(Some("q=from+url&num=5&page=2&gl=us&api_key=k"), b"").expect("ok");
+        assert_eq!((r.q.as_str(), r.num, r.page), ("from url", 5, 2));
+        let r = parse_request(Some("q=from+url&num=5"), br#"{"q": "from body"}"#).expect("ok");
+        assert_eq!((r.q.as_str(), r.num), ("from body", 5));
+        let r = parse_request(None, br#"{"q": "x", "num": "7", "type": "news"}"#).expect("ok");
+        assert_eq!((r.num, r.kind.as_str()), (7, "news"));
+        let e = parse_request(Some("num=3"), b" ").expect_err("no q");
+        assert!(e.message.contains("`q` is required"), "{}", e.message);
+        let e = parse_request(Some("q=a&num=ten"), b"").expect_err("bad num");
+        assert!(
+            e.message.contains("`num` must be a whole number"),
+            "{}",
+            e.message
+        );
+    }
 }

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dialect::Dialect;
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
@@ -48,17 +49,6 @@ pub struct ExtractRequest {
     pub urls: Urls,
     #[serde(flatten)]
     pub _other: serde_json::Map<String, Value>,
-}
-
-fn error(e: ApiError) -> Response {
-    // Tavily answers 400 for bad requests; its client maps 400 to BadRequestError.
-    let status = match e.code {
-        ErrorCode::InvalidRequest | ErrorCode::SessionRequired => {
-            axum::http::StatusCode::BAD_REQUEST
-        }
-        code => code.status(),
-    };
-    (status, Json(json!({"detail": {"error": e.message}}))).into_response()
 }
 
 pub async fn search(
@@ -108,7 +98,7 @@ pub async fn search(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => error(e),
+        Err(e) => Dialect::Tavily.error(&e),
     }
 }
 
@@ -158,6 +148,6 @@ pub async fn extract(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => error(e),
+        Err(e) => Dialect::Tavily.error(&e),
     }
 }

@@ -67,15 +67,15 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let path = RawPathParams::from_request_parts(parts, state)
+        // A `/s/{session}` prefix that does not decode (`/s/%FF/...`) is refused, not dropped:
+        // dropping it would run the request outside the session the caller named.
+        let params = RawPathParams::from_request_parts(parts, state)
             .await
-            .ok()
-            .and_then(|params| {
-                params
-                    .iter()
-                    .find(|(name, _)| *name == "session")
-                    .map(|(_, value)| value.to_string())
-            });
+            .map_err(|e| ApiError::invalid(format!("the path's session: {}", e.body_text())))?;
+        let path = params
+            .iter()
+            .find(|(name, _)| *name == "session")
+            .map(|(_, value)| value.to_string());
         let header = match parts.headers.get(SESSION_HEADER) {
             None => None,
             Some(value) => Some(
@@ -112,14 +112,34 @@ impl SessionSources {
     }
 }
 
-/// Checks an optional session id from a request.
+/// Longest URL a visit accepts, in characters: corpus URLs are far shorter, and a failed visit's
+/// URL is kept in the session's transcript.
+pub const MAX_URL_CHARS: usize = 4096;
+
+/// The one rule for text a client can make the server keep (session ids, visited URLs, queries in
+/// transcripts): at most `max_chars` characters, or a refusal that says which field and the
+/// limit. Checked before the text is stored anywhere.
+pub fn check_kept(what: &str, value: &str, max_chars: usize) -> Result<(), ApiError> {
+    // Counting stops past the limit, so a huge value costs no more than a legal one.
+    let chars = value.chars().take(max_chars + 1).count();
+    if chars > max_chars {
+        return Err(ApiError::invalid(format!(
+            "{what} is longer than {max_chars} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an optional session id from a request (body field, header, path or MCP header).
 pub fn check_session(session: Option<&str>) -> Result<Option<&str>, ApiError> {
-    match session {
-        None => Ok(None),
-        Some(id) if crate::session::valid_session_id(id) => Ok(Some(id)),
-        Some(_) => Err(ApiError::invalid(format!(
+    let Some(id) = session else { return Ok(None) };
+    check_kept("the session id", id, crate::session::MAX_SESSION_ID_LEN)?;
+    if crate::session::valid_session_id(id) {
+        Ok(Some(id))
+    } else {
+        Err(ApiError::invalid(format!(
             "`session` must be 1 to {} characters of letters, digits, '.', '_', ':' or '-'",
             crate::session::MAX_SESSION_ID_LEN
-        ))),
+        )))
     }
 }

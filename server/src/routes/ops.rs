@@ -4,11 +4,13 @@
 use std::time::Instant;
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
@@ -18,9 +20,12 @@ pub const REQUEST_ID: &str = "x-request-id";
 /// Routes that must answer even when the server is saturated.
 const UNLIMITED: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/info"];
 
-/// Gives every response an `X-Request-Id` (the caller's, if it sent a sane one), turns requests
-/// away with 429 and `Retry-After` when `--max-in-flight` are being served, and records the
-/// request in the metrics under its route pattern.
+/// Gives every response an `X-Request-Id` (the caller's, if it sent a sane one), reads the
+/// request body (bounded in size and time) before the request takes one of the
+/// `--max-in-flight` slots (so slow senders hold none), turns requests away with 429 and
+/// `Retry-After` when every slot is taken, bounds the whole request by `--request-timeout-secs`
+/// (a batch's searches share it), and records the request in the metrics under its route
+/// pattern.
 pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
@@ -39,46 +44,111 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         })
         .cloned()
         .unwrap_or_else(|| {
-            HeaderValue::from_str(&crate::compat::new_request_id())
+            HeaderValue::from_str(&crate::ids::request_id())
                 .unwrap_or(HeaderValue::from_static("-"))
         });
-    let permit = if UNLIMITED.contains(&route.as_str()) {
-        None
-    } else {
-        match state.in_flight.clone().try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => {
-                state.metrics.rejection("overloaded");
-                let mut response = ApiError::new(
-                    ErrorCode::Overloaded,
+    let mut response = match admit(&state, &route, request).await {
+        Ok((request, _slot)) => {
+            match tokio::time::timeout(state.config.request_timeout, next.run(request)).await {
+                Ok(response) => response,
+                Err(_) => {
+                    state.metrics.rejection("timeout");
+                    ApiError::new(
+                    ErrorCode::Timeout,
                     format!(
-                        "the server is serving its limit of {} requests; retry in a second",
-                        state.config.max_in_flight
+                        "the request took longer than {} s (--request-timeout-secs; a batch's searches share it)",
+                        state.config.request_timeout.as_secs()
                     ),
                 )
-                .into_response();
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                response.headers_mut().insert(REQUEST_ID, id);
-                state
-                    .metrics
-                    .request(&route, &method, 429, started.elapsed());
-                return response;
+                .into_response()
+                }
             }
         }
+        Err(refusal) => refusal,
     };
-    let mut response = next.run(request).await;
-    drop(permit);
-    let status = response.status().as_u16();
-    if status == 413 {
-        state.metrics.rejection("payload_too_large");
-    }
     response.headers_mut().insert(REQUEST_ID, id);
-    state
-        .metrics
-        .request(&route, &method, status, started.elapsed());
+    state.metrics.request(
+        &route,
+        &method,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
     response
+}
+
+/// The request with its body read, and the in-flight slot it holds until the caller drops it
+/// (none for the routes that must answer when saturated); or the refusal.
+async fn admit(
+    state: &AppState,
+    route: &str,
+    request: Request,
+) -> Result<(Request, Option<OwnedSemaphorePermit>), Response> {
+    let (parts, body) = request.into_parts();
+    let limit = state.config.body_limit(route);
+    let too_large = || {
+        state.metrics.rejection("payload_too_large");
+        ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("the request body is larger than this endpoint's limit of {limit} bytes"),
+        )
+        .into_response()
+    };
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let read = http_body_util::BodyExt::collect(http_body_util::Limited::new(body, limit));
+    let bytes = match tokio::time::timeout(state.config.body_read_timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(e)) => {
+            return Err(
+                ApiError::invalid(format!("the request body could not be read: {e}"))
+                    .into_response(),
+            );
+        }
+        Err(_) => {
+            state.metrics.rejection("body_timeout");
+            let mut refusal = ApiError::new(
+                ErrorCode::BodyTimeout,
+                format!(
+                    "the request body did not arrive within {} s (--body-read-timeout-secs)",
+                    state.config.body_read_timeout.as_secs()
+                ),
+            )
+            .into_response();
+            refusal
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(refusal);
+        }
+    };
+    let request = Request::from_parts(parts, Body::from(bytes));
+    if UNLIMITED.contains(&route) {
+        return Ok((request, None));
+    }
+    match state.in_flight.clone().try_acquire_owned() {
+        Ok(permit) => Ok((request, Some(permit))),
+        Err(_) => {
+            state.metrics.rejection("overloaded");
+            let mut refusal = ApiError::new(
+                ErrorCode::Overloaded,
+                format!(
+                    "the server is serving its limit of {} requests; retry in a second",
+                    state.config.max_in_flight
+                ),
+            )
+            .into_response();
+            refusal
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(refusal)
+        }
+    }
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
@@ -123,6 +193,10 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "limits": {
             "max_k": crate::routes::search::MAX_K,
             "max_batch": config.max_batch,
+            "max_retrieve_batch": config.max_retrieve_batch,
+            "max_retrieve_body_bytes": config.max_retrieve_body_bytes,
+            "header_read_timeout_secs": config.header_read_timeout.as_secs(),
+            "body_read_timeout_secs": config.body_read_timeout.as_secs(),
             "max_query_chars": config.max_query_chars,
             "max_body_bytes": config.max_body_bytes,
             "max_in_flight": config.max_in_flight,

@@ -93,17 +93,8 @@ pub struct Query {
     pub rerank_pool: Option<i64>,
 }
 
-/// Validates and runs one query and returns the native response.
-pub async fn answer(
-    state: &AppState,
-    session: Option<&str>,
-    request: Query,
-) -> Result<SearchResponse, ApiError> {
-    let answer = answer_hits(state, session, request).await?;
-    Ok(native_response(state, answer))
-}
-
-fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
+/// The native response to one answered query.
+pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
     SearchResponse {
         results: answer
             .hits
@@ -127,6 +118,8 @@ fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
 /// A search's ranked pages, before any API's response shape is applied.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The query as searched (trimmed), as the session's transcript records it.
+    pub query: String,
     pub hits: Vec<Hit>,
     pub relaxed: bool,
     pub reranked: bool,
@@ -134,28 +127,43 @@ pub struct Answer {
     pub timing: Timing,
 }
 
+/// Most operators (phrases, `site:`, `-term`, each `OR` alternative) one query may hold: each is
+/// a filter clause over the whole index, so a query of hundreds would cost seconds.
+pub const MAX_QUERY_OPERATORS: usize = 32;
+
 /// Validates and runs one query; with a session, records it and makes its results visitable.
-/// Every search endpoint, native or compatible, goes through here.
+/// Every single-search endpoint, native or compatible, goes through here (batches go through
+/// [`search_hits`] and [`record`], to record in query order).
 pub async fn answer_hits(
     state: &AppState,
     session: Option<&str>,
     request: Query,
 ) -> Result<Answer, ApiError> {
+    let answer = search_hits(state, request).await?;
+    if let Some(session) = session {
+        record(state, session, &answer);
+    }
+    Ok(answer)
+}
+
+/// Validates and runs one query without recording it anywhere.
+pub async fn search_hits(state: &AppState, request: Query) -> Result<Answer, ApiError> {
     let query = request.query.trim().to_string();
     if query.is_empty() {
         return Err(ApiError::invalid("`query` is empty"));
     }
-    let chars = query.chars().count();
-    if chars > state.config.max_query_chars {
-        return Err(ApiError::invalid(format!(
-            "`query` has {chars} characters; the limit is {}",
-            state.config.max_query_chars
-        )));
-    }
+    super::check_kept("`query`", &query, state.config.max_query_chars)?;
     let k = request.k.unwrap_or(DEFAULT_K);
     if !(1..=MAX_K).contains(&k) {
         return Err(ApiError::invalid(format!(
             "`k` must be between 1 and {MAX_K}, got {k}"
+        )));
+    }
+    let parsed = parse(&query);
+    let operators = parsed.operator_count();
+    if operators > MAX_QUERY_OPERATORS {
+        return Err(ApiError::invalid(format!(
+            "`query` has {operators} operators (phrases, site:, -term); the limit is {MAX_QUERY_OPERATORS}"
         )));
     }
     let params = SearchParams {
@@ -165,7 +173,7 @@ pub async fn answer_hits(
     };
     let reranked = params.rerank_pool > 0;
     let started = Instant::now();
-    let timed = run_search(state, parse(&query), params).await?;
+    let timed = run_search(state, parsed, params).await?;
     let timing = Timing {
         stages: timed.results.timings,
         embed: timed.embed,
@@ -173,16 +181,8 @@ pub async fn answer_hits(
         total: started.elapsed(),
     };
     let SearchResults { hits, relaxed, .. } = timed.results;
-    if let Some(session) = session {
-        let shown: Vec<(String, String)> = hits
-            .iter()
-            .filter_map(|h| normalize_url(&h.url).ok().map(|key| (h.url.clone(), key)))
-            .collect();
-        state
-            .sessions
-            .record_search(session, &query, &shown, Instant::now(), SystemTime::now());
-    }
     Ok(Answer {
+        query,
         hits,
         relaxed,
         reranked,
@@ -190,13 +190,38 @@ pub async fn answer_hits(
     })
 }
 
-/// The request's rerank pool: 0 when not reranking; an error when it asks for a reranker the
-/// server does not have or for a pool outside 1..=--max-rerank-pool.
+/// Writes `answer` to `session`'s transcript and makes its results visitable there.
+pub fn record(state: &AppState, session: &str, answer: &Answer) {
+    let shown: Vec<(String, String)> = answer
+        .hits
+        .iter()
+        .filter_map(|h| normalize_url(&h.url).ok().map(|key| (h.url.clone(), key)))
+        .collect();
+    state.sessions.record_search(
+        session,
+        &answer.query,
+        &shown,
+        Instant::now(),
+        SystemTime::now(),
+    );
+}
+
+/// The request's rerank pool: 0 when not reranking; an error for a pool outside
+/// 0..=--max-rerank-pool (whether or not the server has a reranker), or when the request asks
+/// for a reranker the server does not have.
 fn rerank_pool(
     state: &AppState,
     rerank: Option<bool>,
     pool: Option<i64>,
 ) -> Result<usize, ApiError> {
+    let max = state.config.max_rerank_pool;
+    if let Some(n) = pool
+        && !(0..=max as i64).contains(&n)
+    {
+        return Err(ApiError::invalid(format!(
+            "`rerank_pool` must be between 0 (no reranking) and {max}, got {n}"
+        )));
+    }
     let wanted = rerank.unwrap_or(state.reranker.is_some() && pool != Some(0));
     if !wanted {
         return Ok(0);
@@ -207,12 +232,11 @@ fn rerank_pool(
             "this server has no reranker (start it with --reranker DIR); omit `rerank` or send false",
         ));
     }
-    let max = state.config.max_rerank_pool;
     match pool {
         None => Ok(state.config.search.rerank_pool),
-        Some(n) if (1..=max as i64).contains(&n) => Ok(usize::try_from(n).unwrap_or(1)),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(1)),
         Some(n) => Err(ApiError::invalid(format!(
-            "`rerank_pool` must be between 1 and {max}, got {n}"
+            "`rerank_pool` must be between 1 and {max} when `rerank` is true, got {n}"
         ))),
     }
 }
@@ -227,7 +251,7 @@ pub struct Timed {
     pub cached: bool,
 }
 
-/// Runs one search on the search pool, bounded by the request timeout. Identical searches on the
+/// Runs one search on the search pool. Identical searches on the
 /// same index are answered from the bounded result cache; query vectors come from the bounded
 /// embedding cache when the same text was embedded before.
 pub async fn run_search(
@@ -291,20 +315,11 @@ pub async fn run_search(
             cached: false,
         })
     });
-    let timed = tokio::time::timeout(state.config.request_timeout, work)
-        .await
-        .map_err(|_| {
-            state.metrics.rejection("timeout");
-            ApiError::new(
-                ErrorCode::Timeout,
-                format!(
-                    "search took longer than {} s",
-                    state.config.request_timeout.as_secs()
-                ),
-            )
-        })??;
+    // Bounded by the request's time limit (the `observe` middleware), not per search.
+    let timed = work.await?;
     let t = timed.results.timings;
     for (stage, elapsed) in [
+        ("filter", t.filter),
         ("embed", timed.embed),
         ("candidates", t.candidates),
         ("chunks", t.chunks),
@@ -331,7 +346,8 @@ pub fn server_timing(timing: &Timing) -> String {
     let t = timing.stages;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let mut header = format!(
-        "embed;dur={:.2}, candidates;dur={:.2}, chunks;dur={:.2}, rerank;dur={:.2}, fetch;dur={:.2}, total;dur={:.2}",
+        "filter;dur={:.2}, embed;dur={:.2}, candidates;dur={:.2}, chunks;dur={:.2}, rerank;dur={:.2}, fetch;dur={:.2}, total;dur={:.2}",
+        ms(t.filter),
         ms(timing.embed),
         ms(t.candidates),
         ms(t.chunks),

@@ -51,6 +51,8 @@ pub async fn visit_recorded(
     session: &str,
     url: &str,
 ) -> Result<VisitResponse, ApiError> {
+    // An over-long URL is refused before anything is kept of it.
+    super::check_kept("`url`", url, super::MAX_URL_CHARS)?;
     let result = visit_page(state, session, url).await;
     let outcome = match &result {
         Ok(_) => "ok".to_string(),

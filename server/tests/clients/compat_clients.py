@@ -128,11 +128,45 @@ def documented_requests():
     check(refused.status_code == 403 and refused.json()["name"] == "SecurityCompromiseError", refused.text[:200])
 
 
+def callers_in_normal_operation():
+    """Request shapes that training loops and wrappers send, read as they read them."""
+    # An RL step in which no rollout searched, one with an empty search, and a non-positive topk:
+    # the loop reads `result` without looking at the status.
+    check(requests.post(f"{BASE}/retrieve", json={"queries": [], "topk": 3, "return_scores": True}).json()["result"] == [],
+          "search-r1 empty batch")
+    result = requests.post(f"{BASE}/retrieve", json={"queries": ["", "Roman empire emperors"], "topk": 0}).json()["result"]
+    check(result[0] == [] and len(result[1]) == 3, f"search-r1 empty query and topk 0: {result}")
+    # Serper wrappers: parameters in the query string, with an empty POST body or as a GET.
+    params = {"q": "Roman empire emperors", "gl": "us", "hl": "en", "num": 5, "page": 1, "api_key": "serper-key"}
+    body = requests.post(f"{BASE}/serper/search", params=params).json()
+    check(body["searchParameters"]["q"] == "Roman empire emperors" and len(body["organic"]) == 5, f"serper query string: {body}")
+    body = requests.get(f"{BASE}/serper/search", params={"q": "Anarchism", "api_key": "serper-key"}).json()
+    check(body["organic"][0]["link"] == ANARCHISM, f"serper GET: {body}")
+    # Wrong methods and unknown paths answer JSON in each API's shape (`response.json()` works).
+    check("detail" in requests.get(f"{BASE}/retrieve").json(), "search-r1 405 shape")
+    check(requests.put(f"{BASE}/serper/search").json()["statusCode"] == 405, "serper 405 shape")
+    check(requests.get(f"{BASE}/tavily/nowhere").json()["detail"]["error"], "tavily 404 shape")
+    # LangChain's Tavily tool has no session argument: the session rides in the base URL.
+    from tavily import TavilyClient
+    client = TavilyClient(api_key="tvly-stillweb", api_base_url=f"{BASE}/s/langchain-1/tavily")
+    client.search("Anarchism", max_results=3)
+    extracted = client.extract([ANARCHISM])
+    check(len(extracted["results"]) == 1, f"tavily with the session in the base URL: {extracted}")
+
+    # The async Exa client names its base URL `api_base`.
+    async def async_exa():
+        from exa_py import AsyncExa
+        found = await AsyncExa(api_key="exa-stillweb", api_base=f"{BASE}/exa").search("Anarchism", num_results=2)
+        check(found.results[0].url == ANARCHISM, f"async exa: {found.results[:1]}")
+    asyncio.run(async_exa())
+
+
 def main():
     tavily()
     exa()
     asyncio.run(mcp_client())
     documented_requests()
+    callers_in_normal_operation()
     print(f"compatible endpoints: {checks} checks passed")
 
 

@@ -7,6 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use clap::Parser;
+use serde_json::Value;
+use stillweb_server::{AppState, Args, app, prepare};
+use tower::ServiceExt;
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -71,4 +78,63 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// The server's state over `index`, configured by `extra` flags (in process, no socket).
+pub fn state(index: &Path, extra: &[&str]) -> AppState {
+    let mut args = vec!["stillweb-server", "--index", index.to_str().expect("path")];
+    args.extend_from_slice(extra);
+    prepare(Args::parse_from(args).validate().expect("config")).expect("state")
+}
+
+pub async fn call(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    call_with(state, method, path, &[], body).await
+}
+
+pub async fn call_with(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = match body {
+        Some(b) => request
+            .header("content-type", "application/json")
+            .body(Body::from(b.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("request");
+    let (status, _, bytes) = send(state, request).await;
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+pub fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("")
+}
+
+/// Sends `request` through the whole router in process: status, headers and raw body.
+pub async fn send(
+    state: &AppState,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, axum::body::Bytes) {
+    let response = app(state.clone()).oneshot(request).await.expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 28)
+        .await
+        .expect("body");
+    (status, headers, bytes)
 }

@@ -1,0 +1,743 @@
+//! The request shapes that real callers send in normal operation — RL training loops on
+//! `/retrieve`, Serper wrappers with query-string parameters, clients that parse their API's error
+//! shape — and the hostile ones (slow bodies, huge strings, JSON-RPC floods, operator bombs),
+//! replayed against the real router and the real binary over the samples index. Written from
+//! the descriptions of those callers, not copied from any client.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use support::{KillOnDrop, call, call_with, code, samples_index, send, spawn_server, state};
+
+const ANARCHISM: &str = "https://en.wikipedia.org/wiki/Anarchism";
+
+fn urls(list: &Value) -> Vec<String> {
+    list.as_array()
+        .expect("list")
+        .iter()
+        .map(|d| d["url"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Distinct agent-like queries: pairs of words from the samples' vocabulary.
+fn distinct_queries(n: usize) -> Vec<String> {
+    let words = [
+        "anarchism",
+        "autism",
+        "aristotle",
+        "lincoln",
+        "history",
+        "philosophy",
+        "war",
+        "music",
+        "language",
+        "science",
+        "emperor",
+        "river",
+        "church",
+        "theory",
+        "planet",
+        "novel",
+        "painter",
+        "election",
+        "treaty",
+        "disease",
+        "mathematics",
+        "ocean",
+        "festival",
+        "bridge",
+        "village",
+        "computer",
+        "island",
+        "kingdom",
+        "mountain",
+        "revolution",
+        "poet",
+        "chemistry",
+        "airport",
+        "economy",
+        "desert",
+        "medicine",
+        "empire",
+        "railway",
+        "parliament",
+        "fabric",
+        "telescope",
+        "harbor",
+        "genetics",
+        "opera",
+        "glacier",
+        "currency",
+        "volcano",
+        "dynasty",
+        "algebra",
+        "football",
+        "cathedral",
+        "migration",
+    ];
+    let mut out = Vec::with_capacity(n);
+    'outer: for a in words {
+        for b in words {
+            for c in ["", " origins", " facts"] {
+                if out.len() == n {
+                    break 'outer;
+                }
+                if a != b {
+                    out.push(format!("{a} {b}{c}"));
+                }
+            }
+        }
+    }
+    assert_eq!(out.len(), n, "not enough distinct queries");
+    out
+}
+
+#[tokio::test]
+async fn retrieve_answers_what_training_loops_send() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    for path in ["/retrieve", "/search-r1/retrieve", "/s/ep/retrieve"] {
+        // A turn in which no rollout searched.
+        let (status, body) = call(&s, "POST", path, Some(json!({"queries": []}))).await;
+        assert_eq!(
+            (status, body.clone()),
+            (StatusCode::OK, json!({"result": []})),
+            "{path}"
+        );
+    }
+    // Empty and whitespace-only searches get an empty list in their slot; the rest are answered.
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/retrieve",
+        Some(json!({"queries": ["", "Anarchism", "   \n"], "topk": 2})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = body["result"].as_array().expect("result");
+    assert_eq!(result.len(), 3);
+    assert_eq!(result[0], json!([]));
+    assert_eq!(urls(&result[1])[0], ANARCHISM);
+    assert_eq!(result[2], json!([]));
+    assert_eq!(
+        body["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .map(|e| e["index"].as_u64().unwrap_or(99))
+            .collect::<Vec<_>>(),
+        [0, 2]
+    );
+    // Missing, null or non-positive `topk` means the default (3); above 20 it is 20.
+    for topk in [json!(null), json!(0), json!(-4)] {
+        let (_, body) = call(
+            &s,
+            "POST",
+            "/retrieve",
+            Some(json!({"queries": ["history of the Roman empire"], "topk": topk})),
+        )
+        .await;
+        assert_eq!(urls(&body["result"][0]).len(), 3, "topk {topk}: {body}");
+    }
+    let (_, body) = call(
+        &s,
+        "POST",
+        "/retrieve",
+        Some(json!({"queries": ["history of the Roman empire"]})),
+    )
+    .await;
+    assert_eq!(urls(&body["result"][0]).len(), 3);
+    let (_, body) = call(
+        &s,
+        "POST",
+        "/retrieve",
+        Some(json!({"queries": ["history"], "topk": 500})),
+    )
+    .await;
+    assert_eq!(urls(&body["result"][0]).len(), 20);
+}
+
+/// A GRPO step: 512 prompts x 5 rollouts in one call, answered in query order, identical to the
+/// same queries sent one by one, and recorded in the session's transcript in query order.
+#[tokio::test]
+async fn retrieve_takes_a_whole_grpo_step_in_one_call() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &["--max-events-per-session", "5000"]);
+    let queries = distinct_queries(2560);
+    let body = json!({"queries": queries, "topk": 3, "return_scores": true});
+    let (status, body) = call(&s, "POST", "/s/grpo/retrieve", Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = body["result"].as_array().expect("result");
+    assert_eq!(result.len(), 2560);
+    for i in [0, 1, 777, 2559] {
+        let (_, single) = call(
+            &s,
+            "POST",
+            "/retrieve",
+            Some(json!({"queries": [queries[i]], "topk": 3, "return_scores": true})),
+        )
+        .await;
+        assert_eq!(single["result"][0], result[i], "query {i}");
+    }
+    let (_, transcript) = call(&s, "GET", "/v1/sessions/grpo", None).await;
+    let recorded: Vec<&str> = transcript["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["query"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        recorded,
+        queries.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+
+    // The limit is the documented --max-retrieve-batch, not the native batch's.
+    let small = state(index, &["--max-retrieve-batch", "3"]);
+    let (status, body) = call(
+        &small,
+        "POST",
+        "/retrieve",
+        Some(json!({"queries": ["a", "b", "c", "d"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("the limit is 3 (--max-retrieve-batch)"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn serper_parameters_from_the_query_string() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let raw = |method: &str, uri: &str, body: &str| {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::from(body.to_string()))
+            .expect("request")
+    };
+    let json_of = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).expect("json");
+    // POST with an empty body, everything in the query string.
+    let (status, _, bytes) = send(
+        &s,
+        raw(
+            "POST",
+            "/serper/search?q=Anarchism&num=1&page=1&gl=us&hl=en&api_key=k",
+            "",
+        ),
+    )
+    .await;
+    let body = json_of(&bytes);
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["organic"][0]["link"], ANARCHISM);
+    assert_eq!(body["organic"].as_array().expect("organic").len(), 1);
+    // GET, as `requests.get(url, params=...)` sends it, under a session prefix.
+    let (status, _, bytes) = send(
+        &s,
+        raw(
+            "GET",
+            "/s/serp/serper/search?q=Roman+empire+emperors&num=3&page=2&api_key=k",
+            "",
+        ),
+    )
+    .await;
+    let body = json_of(&bytes);
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let positions: Vec<u64> = body["organic"]
+        .as_array()
+        .expect("organic")
+        .iter()
+        .map(|o| o["position"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(positions, [4, 5, 6]);
+    let (_, transcript) = call(&s, "GET", "/v1/sessions/serp", None).await;
+    assert_eq!(transcript["events"][0]["query"], "Roman empire emperors");
+    // A body field wins over the same parameter.
+    let (_, _, bytes) = send(
+        &s,
+        raw(
+            "POST",
+            "/serper/search?q=zebra&num=2",
+            r#"{"q": "Roman empire emperors"}"#,
+        ),
+    )
+    .await;
+    let body = json_of(&bytes);
+    assert_eq!(body["searchParameters"]["q"], "Roman empire emperors");
+    assert_eq!(body["organic"].as_array().expect("organic").len(), 2);
+    // No `q` anywhere: Serper's error shape with the reason.
+    let (status, _, bytes) = send(&s, raw("GET", "/serper/search?num=3", "")).await;
+    let body = json_of(&bytes);
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["statusCode"], 422);
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("m")
+            .contains("`q` is required")
+    );
+}
+
+/// Every 404 and 405, from any mount, is JSON in the dialect of its route prefix, with the
+/// stable code in `X-Stillweb-Error`.
+#[tokio::test]
+async fn unknown_paths_and_wrong_methods_answer_in_each_dialect() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    // (method, path, status, a JSON pointer that must hold a string)
+    let cases = [
+        ("GET", "/v1/search", 405, "/error/message"),
+        ("GET", "/nowhere", 404, "/error/message"),
+        ("PUT", "/s/ep/v1/visit", 405, "/error/message"),
+        ("GET", "/retrieve", 405, "/detail"),
+        ("GET", "/s/ep/search-r1/nowhere", 404, "/detail"),
+        ("PUT", "/serper/search", 405, "/message"),
+        ("POST", "/serper/images/nowhere", 404, "/message"),
+        ("POST", "/brave/res/v1/web/search", 405, "/error/detail"),
+        ("GET", "/brave/res/v1/news", 404, "/error/detail"),
+        ("GET", "/tavily/search", 405, "/detail/error"),
+        ("POST", "/s/ep/tavily/crawl", 404, "/detail/error"),
+        ("GET", "/exa/contents", 405, "/error"),
+        ("POST", "/exa/answer", 404, "/error"),
+        ("POST", "/jina/https://a.example/", 405, "/message"),
+        ("GET", "/mcp", 405, "/error/message"),
+        ("PUT", "/s/ep/mcp", 405, "/error/message"),
+    ];
+    for (method, path, status, pointer) in cases {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .expect("request");
+        let (got, headers, bytes) = send(&s, request).await;
+        let text = String::from_utf8_lossy(&bytes);
+        assert_eq!(got.as_u16(), status, "{method} {path}: {text}");
+        let body: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("{method} {path}: not JSON: {text:?}"));
+        assert!(
+            body.pointer(pointer)
+                .and_then(Value::as_str)
+                .is_some_and(|m| !m.is_empty()),
+            "{method} {path}: no message at {pointer}: {body}"
+        );
+        assert_eq!(
+            headers["content-type"], "application/json",
+            "{method} {path}"
+        );
+        let expected = if status == 404 {
+            "route_not_found"
+        } else {
+            "method_not_allowed"
+        };
+        assert_eq!(headers["x-stillweb-error"], expected, "{method} {path}");
+        if status == 405 {
+            assert!(headers.contains_key("allow"), "{method} {path}: no Allow");
+        }
+    }
+    // A Tavily extract refused for a page the session was not shown carries the reason where
+    // the client surfaces it.
+    let (status, body) = call_with(
+        &s,
+        "POST",
+        "/tavily/extract",
+        &[("x-session-id", "tav")],
+        Some(json!({"urls": [ANARCHISM]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body["failed_results"][0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("was not in any search result"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn hostile_strings_and_floods_are_refused_before_anything_is_kept() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &["--max-body-bytes", "4194304"]);
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "session": "h"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // A visit with a huge URL is refused and leaves nothing in the transcript.
+    let long_url = format!("https://a.example/{}", "x".repeat(1 << 20));
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": long_url, "session": "h"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("`url` is longer than 4096")
+    );
+    let (_, transcript) = call(&s, "GET", "/v1/sessions/h", None).await;
+    assert_eq!(transcript["events"].as_array().expect("events").len(), 1);
+
+    // Session ids from any source follow one rule.
+    let long_id = "a".repeat(200_000);
+    for (path, headers) in [
+        // (A URI holds at most 64 KiB, so the path's id is shorter, but over the limit.)
+        (format!("/s/{}/v1/search", &long_id[..1000]), vec![]),
+        (
+            "/v1/search".to_string(),
+            vec![("x-session-id", long_id.as_str())],
+        ),
+        ("/s/%FF/v1/search".to_string(), vec![]),
+    ] {
+        let (status, body) = call_with(
+            &s,
+            "POST",
+            &path,
+            &headers,
+            Some(json!({"query": "Anarchism"})),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}: {body}",
+            &path[..20.min(path.len())]
+        );
+    }
+    let mcp_call = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "visit_web", "arguments": {"url": ANARCHISM}}})
+    };
+    for bad in ["has space", "a/b", "<script>", &"m".repeat(200_000)] {
+        let (status, body) = call_with(
+            &s,
+            "POST",
+            "/mcp",
+            &[("mcp-session-id", bad)],
+            Some(mcp_call(1)),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{}",
+            &bad[..bad.len().min(20)]
+        );
+        assert_eq!(body["error"]["code"], -32600, "{body}");
+    }
+    // `/s/A/mcp` with `Mcp-Session-Id: B` is a conflict, as in the native API.
+    let (status, body) = call_with(
+        &s,
+        "POST",
+        "/s/A/mcp",
+        &[("mcp-session-id", "B")],
+        Some(mcp_call(1)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("conflicting sessions")
+    );
+    // A JSON-RPC array of a thousand page reads is refused whole; one within the cap is answered.
+    let flood = Value::Array((0..1000).map(mcp_call).collect());
+    let (status, body) =
+        call_with(&s, "POST", "/mcp", &[("mcp-session-id", "h")], Some(flood)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("at most 64 messages")
+    );
+    let few = Value::Array((0..2).map(mcp_call).collect());
+    let (status, body) = call_with(&s, "POST", "/mcp", &[("mcp-session-id", "h")], Some(few)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body.as_array().expect("replies").len(), 2);
+
+    // Operator bombs are refused by count; a query's filter time is reported.
+    let bomb: String = (0..120).map(|i| format!("site:{i}.io ")).collect();
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": format!("war {bomb}")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("120 operators"),
+        "{body}"
+    );
+    let request = Request::builder()
+        .method("POST")
+        .uri("/v1/search")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"query": "\"Roman empire\" site:wikipedia.org -war"}).to_string(),
+        ))
+        .expect("request");
+    let (status, headers, _) = send(&s, request).await;
+    assert_eq!(status, StatusCode::OK);
+    let timing = headers["server-timing"].to_str().expect("timing");
+    assert!(timing.starts_with("filter;dur="), "{timing}");
+    // Rerank pools outside 0..=max are refused even without a reranker.
+    for pool in [json!(-1), json!(1_000_000_000)] {
+        let (status, body) = call(
+            &s,
+            "POST",
+            "/v1/search",
+            Some(json!({"query": "Anarchism", "rerank_pool": pool})),
+        )
+        .await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+        );
+    }
+    // Ids handed out are not a clock plus a counter: 128 random bits.
+    let (_, headers, _) = send(
+        &s,
+        Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+                    .to_string(),
+            ))
+            .expect("request"),
+    )
+    .await;
+    let id = headers["mcp-session-id"].to_str().expect("id");
+    assert_eq!(id.len(), "mcp-".len() + 32, "{id}");
+}
+
+/// Reads a process's resident set size in KiB from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// Slow senders hold no in-flight slot and do not block other clients or shutdown; floods of
+/// huge URLs and JSON-RPC arrays leave the server's memory where it was.
+#[test]
+fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
+    let Some(index) = samples_index() else { return };
+    let (child, base) = spawn_server(
+        index,
+        &[
+            "--max-in-flight",
+            "4",
+            "--body-read-timeout-secs",
+            "3",
+            "--header-read-timeout-secs",
+            "3",
+            "--shutdown-drain-secs",
+            "2",
+            "--max-body-bytes",
+            "2097152",
+        ],
+    );
+    let pid = child.id();
+    let mut server = KillOnDrop(child);
+    let address = base.trim_start_matches("http://").to_string();
+    // Twenty connections send their headers and half a body, then stall.
+    let stalled: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut c = TcpStream::connect(&address).expect("connect");
+            c.write_all(
+                b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\": \"Anar",
+            )
+            .expect("write");
+            c
+        })
+        .collect();
+    // A few more send nothing but part of their headers.
+    let silent: Vec<TcpStream> = (0..5)
+        .map(|_| {
+            let mut c = TcpStream::connect(&address).expect("connect");
+            c.write_all(b"POST /v1/search HTTP/1.1\r\nHost:")
+                .expect("write");
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for _ in 0..8 {
+        let mut response = agent
+            .post(&format!("{base}/v1/search"))
+            .send_json(json!({"query": "Anarchism", "k": 1}))
+            .expect("search");
+        assert_eq!(response.status(), 200, "a slow client blocked a search");
+        let body: Value = response.body_mut().read_json().expect("json");
+        assert_eq!(body["results"][0]["url"], ANARCHISM);
+    }
+    // The stalled bodies are answered 408 once the body timeout passes, and closed.
+    for mut c in stalled {
+        c.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("body_timeout"), "{answer}");
+    }
+    // The silent ones are closed by the header timeout.
+    for mut c in silent {
+        c.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut rest = Vec::new();
+        // End of stream or a reset both mean closed; only a read timeout means kept open.
+        if let Err(e) = c.read_to_end(&mut rest) {
+            assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "a connection that never sent its headers was kept open"
+            );
+        }
+    }
+
+    // Memory: a hundred visits with a 1 MB URL and a JSON-RPC array of a thousand reads.
+    let before = rss_kib(pid);
+    let long_url = format!("https://a.example/{}", "x".repeat(1 << 20));
+    for _ in 0..100 {
+        let response = agent
+            .post(&format!("{base}/v1/visit"))
+            .send_json(json!({"url": long_url, "session": "mem"}))
+            .expect("visit");
+        assert_eq!(response.status(), 422);
+    }
+    let flood = Value::Array(
+        (0..1000)
+            .map(|i| {
+                json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                            "params": {"name": "visit_web", "arguments": {"url": ANARCHISM}}})
+            })
+            .collect(),
+    );
+    for _ in 0..5 {
+        let response = agent
+            .post(&format!("{base}/mcp"))
+            .header("mcp-session-id", "mem")
+            .send_json(&flood)
+            .expect("mcp");
+        assert_eq!(response.status(), 400);
+    }
+    let after = rss_kib(pid);
+    // Each request's body (up to 2 MB) is transient; nothing of it is kept.
+    assert!(
+        after < before + 32 * 1024,
+        "resident memory grew from {before} KiB to {after} KiB"
+    );
+
+    // Shutdown is not held up by a connection that stalls mid-body.
+    let mut stuck = TcpStream::connect(&address).expect("connect");
+    stuck
+        .write_all(b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
+        .expect("write");
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exit = server.0.wait().expect("wait");
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    drop(stuck);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A byte changed inside a term file (same size, so every structural check passes) is found
+/// before the server reports ready: it refuses to start and names the file.
+#[test]
+fn a_same_size_corrupted_index_is_refused_at_start() {
+    let Some(index) = samples_index() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("index");
+    copy_dir(index, &copy);
+    let term = std::fs::read_dir(copy.join("docs"))
+        .expect("docs")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "term"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a term file");
+    let mut bytes = std::fs::read(&term).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(&term, &bytes).expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
+        .args([
+            "--index",
+            copy.to_str().expect("path"),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let name = format!("docs/{}", term.file_name().expect("name").to_string_lossy());
+    assert!(
+        stderr.contains(&format!("{name} does not match its checksum"))
+            && stderr.contains("rebuild it"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("listening"));
+}
