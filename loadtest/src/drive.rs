@@ -26,6 +26,9 @@ pub enum Workload {
     Episode,
     /// One `POST /v1/search/batch` of `--batch-size` queries per unit.
     Batch,
+    /// One Search-R1 `POST /retrieve` of `--batch-size` distinct queries per unit (consecutive
+    /// lines of the query file, as an RL step sends every rollout's query in one call).
+    Retrieve,
 }
 
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -122,6 +125,7 @@ fn first_op(workload: Workload) -> &'static str {
     match workload {
         Workload::Search | Workload::Episode => "search",
         Workload::Batch => "batch",
+        Workload::Retrieve => "retrieve",
     }
 }
 
@@ -147,6 +151,15 @@ async fn unit(
             let body = json!({ "queries": entries });
             let reply = client.post_json("/v1/search/batch", &body).await;
             settle(recorder, "batch", scheduled, &reply);
+        }
+        Workload::Retrieve => {
+            let first = (i as usize).wrapping_mul(plan.batch_size);
+            let batch: Vec<&str> = (0..plan.batch_size)
+                .map(|j| queries.nth(first.wrapping_add(j)))
+                .collect();
+            let body = json!({ "queries": batch, "topk": plan.k });
+            let reply = client.post_json("/retrieve", &body).await;
+            settle(recorder, "retrieve", scheduled, &reply);
         }
         Workload::Episode => episode(client, queries, plan, recorder, i, scheduled, rng).await,
     }

@@ -42,7 +42,7 @@ struct Args {
     /// Results asked per search.
     #[arg(long, default_value_t = 10)]
     k: u32,
-    /// Queries per batch request.
+    /// Queries per batch (at most 64) or `/retrieve` request (at most 4,096).
     #[arg(long, default_value_t = 8)]
     batch_size: usize,
     /// Ask for reranking on (true) or off (false); the server's default when not given.
@@ -84,8 +84,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if !(args.duration > 0.0 && args.duration <= 3600.0 && (0.0..=600.0).contains(&args.warmup)) {
         bail!("--duration must be in (0, 3600] seconds and --warmup in [0, 600]");
     }
-    if !(1..=20).contains(&args.k) || !(1..=64).contains(&args.batch_size) {
-        bail!("--k must be in 1..=20 and --batch-size in 1..=64 (the server's limits)");
+    let max_batch = if args.workload == Workload::Retrieve {
+        4096
+    } else {
+        64
+    };
+    if !(1..=20).contains(&args.k) || !(1..=max_batch).contains(&args.batch_size) {
+        bail!(
+            "--k must be in 1..=20 and --batch-size in 1..={max_batch} (the server's default limits for this workload)"
+        );
     }
     let connections = match arrival {
         Arrival::Open { .. } => args.max_outstanding,

@@ -43,6 +43,11 @@ impl QuerySet {
     pub fn pick(&self, rng: &mut Rng) -> &str {
         &self.queries[rng.below(self.queries.len())]
     }
+
+    /// The `i`-th query, wrapping around the file.
+    pub fn nth(&self, i: usize) -> &str {
+        &self.queries[i % self.queries.len()]
+    }
 }
 
 /// How an agent rephrases after a first search: a quoted query loses its quotes (the phrase was

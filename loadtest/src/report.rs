@@ -154,7 +154,9 @@ pub fn build(recorder: &Recorder, facts: &RunFacts<'_>) -> Report {
         })
         .collect::<BTreeMap<_, _>>();
     let searches = operations.get("search").map_or(0, |o| o.requests)
-        + operations.get("batch").map_or(0, |o| o.requests) * plan.batch_size as u64;
+        + (operations.get("batch").map_or(0, |o| o.requests)
+            + operations.get("retrieve").map_or(0, |o| o.requests))
+            * plan.batch_size as u64;
     let percentiles = [
         0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
     ]
@@ -194,7 +196,8 @@ pub fn build(recorder: &Recorder, facts: &RunFacts<'_>) -> Report {
         elapsed_s: elapsed,
         seed: plan.seed,
         k: plan.k,
-        batch_size: (plan.workload == Workload::Batch).then_some(plan.batch_size),
+        batch_size: matches!(plan.workload, Workload::Batch | Workload::Retrieve)
+            .then_some(plan.batch_size),
         distinct_queries: facts.distinct_queries,
         requests: recorder.requests(),
         errors: recorder.error_count(),
