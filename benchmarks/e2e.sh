@@ -11,9 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 index=$1 queries=$2 out=$3
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/stillweb
-models=${STILLWEB_MODELS:-$cache/models}
-export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
+source benchmarks/serve.sh
 bin=target/release
 mkdir -p "$out"
 
@@ -22,15 +20,7 @@ caches=(--result-cache-entries 0 --embedding-cache-entries 0)
 
 serve() {  # serve NAME ARGS...: starts the server, sets $url and $pid
   local name=$1; shift
-  "$bin/stillweb-server" --index "$index" --listen 127.0.0.1:0 "${caches[@]}" "$@" > "$out/$name.server.out" 2> "$out/$name.server.log" &
-  pid=$!
-  for _ in $(seq 600); do
-    url=$(sed -n 's/^stillweb-server listening on //p' "$out/$name.server.out")
-    [ -n "$url" ] && return
-    kill -0 "$pid" 2>/dev/null || { cat "$out/$name.server.log" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "server did not start" >&2; exit 1
+  start_server "$out" "$name" "$index" "${caches[@]}" "$@"
 }
 load() {  # load RUN ARGS...
   local run=$1; shift

@@ -11,26 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 index=$1 queries=$2 out=$3 duration=${4:-60}
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/stillweb
-models=${STILLWEB_MODELS:-$cache/models}
-export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
+source benchmarks/serve.sh
 bin=target/release
 mkdir -p "$out"
 [ "$(grep -cv '^\s*$' "$queries")" -ge 2560 ] || { echo "need at least 2,560 queries in $queries" >&2; exit 1; }
 
-serve() {  # serve NAME: a fresh server; sets $url and $pid
-  local name=$1
-  "$bin/stillweb-server" --index "$index" --listen 127.0.0.1:0 \
-    --result-cache-entries 0 --embedding-cache-entries 0 \
-    --request-timeout-secs 300 > "$out/$name.server.out" 2> "$out/$name.server.log" &
-  pid=$!
-  for _ in $(seq 600); do
-    url=$(sed -n 's/^stillweb-server listening on //p' "$out/$name.server.out")
-    [ -n "$url" ] && return
-    kill -0 "$pid" 2>/dev/null || { cat "$out/$name.server.log" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "server did not start" >&2; exit 1
+serve() {  # serve NAME: a fresh server, caches off; sets $url and $pid
+  start_server "$out" "$1" "$index" --result-cache-entries 0 --embedding-cache-entries 0 \
+    --request-timeout-secs 300
 }
 run() {  # run NAME BATCH CONCURRENCY
   local name=$1 batch=$2 clients=$3

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::checksums::Verified;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items};
 use stillweb_index::fusion::Fusion;
@@ -58,6 +59,13 @@ enum Command {
         /// for byte every time (slower); more threads give graphs that differ a little per build.
         #[arg(long, default_value_t = 0)]
         graph_threads: usize,
+    },
+    /// Check every file of an index against the checksums its build wrote (what the server does
+    /// before it reports ready); prints files, bytes, seconds and GB/s (JSON), or fails naming
+    /// the first file that changed.
+    Verify {
+        #[arg(long, env = "STILLWEB_INDEX")]
+        index: PathBuf,
     },
     /// Copy an index with another document-level dense representation, from its stored chunk
     /// vectors (no re-embedding); prints the new manifest (JSON).
@@ -306,6 +314,25 @@ fn main() -> anyhow::Result<()> {
                 })?;
             println!("{}", serde_json::to_string_pretty(&manifest)?);
         }
+        Command::Verify { index } => match stillweb_index::checksums::verify(&index)? {
+            Verified::All {
+                files,
+                bytes,
+                elapsed,
+            } => println!(
+                "{}",
+                serde_json::json!({
+                    "files": files,
+                    "bytes": bytes,
+                    "seconds": elapsed.as_secs_f64(),
+                    "gb_per_s": bytes as f64 / 1e9 / elapsed.as_secs_f64().max(1e-9),
+                })
+            ),
+            Verified::NoChecksums => anyhow::bail!(
+                "{} has no checksums.sha256 (built by an older stillweb): nothing to check; rebuild it to get them",
+                index.display()
+            ),
+        },
         Command::Export {
             manifest,
             unit,

@@ -174,6 +174,25 @@ fn failures_say_what_and_leave_nothing_half_built() {
     ]);
     assert_eq!(json(&ok)["documents"], 1);
 
+    // The published index verifies against its checksums; a changed byte is named.
+    let verified = indexer(&["verify", "--index", path_str(&out)]);
+    assert!(verified.status.success(), "{verified:?}");
+    assert!(json(&verified)["files"].as_u64().expect("files") > 3);
+    let manifest_json = out.join("manifest.json");
+    let mut bytes = std::fs::read(&manifest_json).expect("read");
+    bytes[2] ^= 1;
+    std::fs::write(&manifest_json, &bytes).expect("write");
+    let damaged = indexer(&["verify", "--index", path_str(&out)]);
+    assert!(!damaged.status.success());
+    let stderr = String::from_utf8_lossy(&damaged.stderr);
+    assert!(
+        stderr.contains("manifest.json does not match its checksum")
+            && stderr.contains("rebuild it"),
+        "{stderr}"
+    );
+    bytes[2] ^= 1;
+    std::fs::write(&manifest_json, &bytes).expect("write");
+
     // An existing index is not replaced without --force.
     let again = indexer(&[
         "build",

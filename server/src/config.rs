@@ -38,8 +38,9 @@ pub struct Args {
     #[arg(long, env = "STILLWEB_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
     /// Seconds a connection may take to send a request's headers; also how long an idle
-    /// keep-alive connection is kept open.
-    #[arg(long, env = "STILLWEB_HEADER_READ_TIMEOUT_SECS", default_value_t = 30)]
+    /// keep-alive connection is kept open (agents think between calls, so not much less than
+    /// a minute; clients reconnect when it closes).
+    #[arg(long, env = "STILLWEB_HEADER_READ_TIMEOUT_SECS", default_value_t = 60)]
     pub header_read_timeout_secs: u64,
     /// Seconds a client may take to send a request's body; a slower one gets 408. No in-flight
     /// slot is held while a body is read.
@@ -277,5 +278,32 @@ mod tests {
         assert_eq!(validate(&[]).expect("ok").search.rerank_pool, 0);
         let with = validate(&["--reranker", "/models/r"]).expect("ok");
         assert_eq!(with.search.rerank_pool, 30);
+    }
+
+    #[test]
+    fn retrieve_batches_get_a_body_limit_to_match_and_timeouts_are_positive() {
+        let config = validate(&[]).expect("defaults");
+        assert_eq!(config.max_retrieve_batch, 4096);
+        // 4,096 queries of 2,048 characters, with room for the JSON around each.
+        assert_eq!(config.max_retrieve_body_bytes, 4096 * (2048 + 64));
+        assert_eq!(
+            config.body_limit("/s/{session}/retrieve"),
+            config.max_retrieve_body_bytes
+        );
+        assert_eq!(config.body_limit("/v1/search"), 1 << 20);
+        let small = validate(&["--max-retrieve-batch", "2"]).expect("ok");
+        assert_eq!(
+            small.max_retrieve_body_bytes,
+            1 << 20,
+            "never below --max-body-bytes"
+        );
+        for flag in [
+            "--body-read-timeout-secs",
+            "--header-read-timeout-secs",
+            "--max-retrieve-batch",
+        ] {
+            let err = validate(&[flag, "0"]).expect_err(flag);
+            assert!(err.contains(flag), "{err}");
+        }
     }
 }

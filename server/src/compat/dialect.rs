@@ -157,65 +157,58 @@ pub async fn in_dialect(request: Request, next: Next) -> Response {
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
-    let rewritten = if let Some(e) = response.extensions().get::<ApiError>() {
-        if dialect == Dialect::Native {
-            return response;
+    let native = response.extensions().get::<ApiError>().cloned();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    // A dialect body from a compat handler, or a native error on a native route: as it is.
+    if (native.is_none() && is_json) || (native.is_some() && dialect == Dialect::Native) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let rewritten = match native {
+        Some(e) => dialect.error(&e),
+        None => {
+            let code = code_for(status);
+            let message = match code {
+                ErrorCode::RouteNotFound => {
+                    format!("no endpoint at {path}; see openapi.yaml for the API")
+                }
+                ErrorCode::MethodNotAllowed => {
+                    let allowed = parts
+                        .headers
+                        .get(header::ALLOW)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("another method");
+                    format!("{path} does not answer {method}; use {allowed}")
+                }
+                // axum's other rejections say what was wrong in a short plain-text body.
+                _ => {
+                    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+                    let text = String::from_utf8_lossy(&text).trim().to_string();
+                    if text.is_empty() {
+                        status.canonical_reason().unwrap_or("error").to_string()
+                    } else {
+                        text
+                    }
+                }
+            };
+            dialect.respond(status, code, &message)
         }
-        dialect.error(e)
-    } else {
-        let is_json = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
-            return response;
-        }
-        let code = code_for(status);
-        let message = match code {
-            ErrorCode::RouteNotFound => {
-                format!("no endpoint at {path}; see openapi.yaml for the API")
-            }
-            ErrorCode::MethodNotAllowed => {
-                let allowed = response
-                    .headers()
-                    .get(header::ALLOW)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("another method");
-                format!("{path} does not answer {method}; use {allowed}")
-            }
-            _ => {
-                let (_, body) = response.into_parts();
-                let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
-                let text = String::from_utf8_lossy(&text).trim().to_string();
-                let message = if text.is_empty() {
-                    status.canonical_reason().unwrap_or("error").to_string()
-                } else {
-                    text
-                };
-                return with_headers_of(None, dialect.respond(status, code, &message));
-            }
-        };
-        return with_headers_of(Some(response), dialect.respond(status, code, &message));
     };
-    with_headers_of(Some(response), rewritten)
-}
-
-/// `new`, keeping the headers of `old` that are not about its body (request id, `Allow`,
-/// `Retry-After`...).
-fn with_headers_of(old: Option<Response>, new: Response) -> Response {
-    let Some(old) = old else { return new };
-    let (old_parts, _) = old.into_parts();
-    let (mut parts, body) = new.into_parts();
-    for (name, value) in &old_parts.headers {
+    // Keep the headers that are not about the old body (request id, `Allow`, `Retry-After`...).
+    let (mut new_parts, new_body) = rewritten.into_parts();
+    for (name, value) in &parts.headers {
         if name != header::CONTENT_TYPE
             && name != header::CONTENT_LENGTH
-            && !parts.headers.contains_key(name)
+            && !new_parts.headers.contains_key(name)
         {
-            parts.headers.insert(name.clone(), value.clone());
+            new_parts.headers.insert(name.clone(), value.clone());
         }
     }
-    Response::from_parts(parts, Body::new(body))
+    Response::from_parts(new_parts, Body::new(new_body))
 }
 
 #[cfg(test)]

@@ -1,0 +1,23 @@
+# Sourced by the benchmark scripts that drive a server: where the models and ONNX Runtime are,
+# and start_server. Run from the repository root.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/stillweb
+models=${STILLWEB_MODELS:-$cache/models}
+export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
+
+# start_server DIR NAME INDEX [FLAGS...]: target/release/stillweb-server on a free loopback port,
+# its stdout and log in DIR/NAME.server.{out,log}; sets $url and $pid, or exits with the log.
+start_server() {
+  local dir=$1 name=$2 index=$3
+  shift 3
+  target/release/stillweb-server --index "$index" --listen 127.0.0.1:0 "$@" \
+    > "$dir/$name.server.out" 2> "$dir/$name.server.log" &
+  pid=$!
+  for _ in $(seq 600); do
+    url=$(sed -n 's/^stillweb-server listening on //p' "$dir/$name.server.out")
+    [ -n "$url" ] && return
+    kill -0 "$pid" 2> /dev/null || { cat "$dir/$name.server.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "server did not start" >&2
+  exit 1
+}
