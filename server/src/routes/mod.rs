@@ -9,8 +9,8 @@ pub mod visit;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::Uri;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, Uri};
 
 use crate::error::{ApiError, ErrorCode};
 
@@ -28,10 +28,8 @@ where
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            // (Body size is checked before extraction, by `ops::observe`.)
             Err(rejection) => Err(match rejection {
-                _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                    ApiError::new(ErrorCode::PayloadTooLarge, "request body is too large")
-                }
                 JsonRejection::MissingJsonContentType(_) => {
                     ApiError::invalid("expected a JSON body with `Content-Type: application/json`")
                 }
