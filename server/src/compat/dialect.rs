@@ -176,14 +176,10 @@ pub async fn in_dialect(request: Request, next: Next) -> Response {
                 ErrorCode::RouteNotFound => {
                     format!("no endpoint at {path}; see openapi.yaml for the API")
                 }
-                ErrorCode::MethodNotAllowed => {
-                    let allowed = parts
-                        .headers
-                        .get(header::ALLOW)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("another method");
-                    format!("{path} does not answer {method}; use {allowed}")
-                }
+                // axum sets `Allow` outside the route's layers, so it is not here to quote.
+                ErrorCode::MethodNotAllowed => format!(
+                    "{path} does not answer {method}; the `Allow` header lists the methods it does"
+                ),
                 // axum's other rejections say what was wrong in a short plain-text body.
                 _ => {
                     let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
