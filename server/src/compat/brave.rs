@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::dialect::Dialect;
 use crate::error::ApiError;
 use crate::routes::SessionSources;
 use crate::routes::search::{MAX_K, Query, answer_hits};
@@ -59,7 +58,7 @@ pub async fn search(
 ) -> Response {
     match run(&state, sources, params).await {
         Ok(r) => r,
-        Err(e) => Dialect::Brave.error(&e),
+        Err(e) => e.into_response(),
     }
 }
 

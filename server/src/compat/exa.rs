@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::dialect::Dialect;
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
@@ -102,7 +101,7 @@ pub async fn search(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Dialect::Exa.error(&e),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -160,6 +159,6 @@ pub async fn contents(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Dialect::Exa.error(&e),
+        Err(e) => e.into_response(),
     }
 }

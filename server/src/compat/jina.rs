@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::routes::visit::visit_recorded;
@@ -39,7 +38,7 @@ pub async fn read(
     .await;
     let page = match result {
         Ok(p) => p,
-        Err(e) => return Dialect::Jina.error(&e),
+        Err(e) => return e.into_response(),
     };
     let json_wanted = headers
         .get(header::ACCEPT)

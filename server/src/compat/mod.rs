@@ -14,8 +14,9 @@
 //! | Jina Reader | `GET /jina/{url}` |
 //! | MCP (streamable HTTP) | `POST /mcp` |
 //!
-//! Errors from any route, the router's own included, are written in the route's dialect by
-//! [`dialect::in_dialect`].
+//! Handlers answer errors as native [`crate::error::ApiError`]s; [`dialect::in_dialect`], the
+//! router's outermost layer, writes them (and the router's own 404/405s) in the dialect of the
+//! route prefix, so a handler never picks an error shape itself.
 
 pub mod brave;
 pub mod dialect;

@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::batch::search_many;
 use crate::routes::search::{MAX_K, Query};
@@ -44,7 +43,7 @@ pub async fn retrieve(
 ) -> Response {
     match run(&state, sources, request).await {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Dialect::SearchR1.error(&e),
+        Err(e) => e.into_response(),
     }
 }
 

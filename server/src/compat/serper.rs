@@ -11,7 +11,6 @@ use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::dialect::Dialect;
 use crate::error::ApiError;
 use crate::routes::SessionSources;
 use crate::routes::search::{MAX_K, Query, answer_hits};
@@ -34,7 +33,7 @@ pub async fn search(
 ) -> Response {
     match run(&state, sources, query.as_deref(), &body).await {
         Ok(r) => r,
-        Err(e) => Dialect::Serper.error(&e),
+        Err(e) => e.into_response(),
     }
 }
 

@@ -14,7 +14,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::dialect::Dialect;
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::search::{Query, answer_hits};
@@ -98,7 +97,7 @@ pub async fn search(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Dialect::Tavily.error(&e),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -148,6 +147,6 @@ pub async fn extract(
     .await;
     match result {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Dialect::Tavily.error(&e),
+        Err(e) => e.into_response(),
     }
 }
