@@ -45,8 +45,7 @@ pub fn prepare(
     let base = floats(&bytes[..rows * dimension * 4]);
     let mut queries = Vec::with_capacity(query_texts.len() * dimension);
     for text in query_texts {
-        // One query per call, as the server embeds them (int8 activation scales are per call).
-        queries.extend(embedder.embed_queries(&[text])?.remove(0));
+        queries.extend(stillweb_models::embed_query(embedder, text)?);
     }
     let truth: Vec<u32> = queries
         .chunks_exact(dimension)

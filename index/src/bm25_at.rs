@@ -89,7 +89,7 @@ mod tests {
         let searcher = index.reader().expect("reader").searcher();
         assert!(searcher.segment_readers().len() > 1);
         let terms: Vec<String> = ["pear", "kiwi", "pear", "absent"].map(String::from).into();
-        let query = crate::search::bag_of_words(text, &terms);
+        let query = crate::search::filter::bag_of_words(text, &terms);
         let expected: std::collections::HashMap<DocAddress, Score> = searcher
             .search(&query, &TopDocs::with_limit(10_000).order_by_score())
             .expect("search")

@@ -11,27 +11,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 
-use stillweb_models::{Embedder, Reranker};
-
-use crate::query::{ParsedQuery, parse};
-use crate::{IndexError, SearchIndex, SearchParams};
-
-/// Parses every query as the server does and embeds their words in one go (no vectors without
-/// an embedder).
-fn prepare_queries<'a>(
-    embedder: Option<&mut dyn Embedder>,
-    queries: impl Iterator<Item = &'a str>,
-) -> Result<(Vec<ParsedQuery>, Vec<Vec<f32>>), IndexError> {
-    let parsed: Vec<ParsedQuery> = queries.map(parse).collect();
-    let texts: Vec<&str> = parsed.iter().map(|q| q.text.as_str()).collect();
-    let vectors = match embedder {
-        Some(e) => e
-            .embed_queries(&texts)
-            .map_err(|e| IndexError::Model(e.to_string()))?,
-        None => Vec::new(),
-    };
-    Ok((parsed, vectors))
-}
+use crate::query::parse;
+use crate::{IndexError, Retriever, SearchParams};
 
 /// Queries and graded judgements of a BEIR dataset's test split.
 #[derive(Debug, Clone)]
@@ -153,26 +134,18 @@ pub fn recall_at(k: usize, ranked: &[String], judgements: &HashMap<String, i32>)
 
 /// Runs every query with `k = 100` and averages nDCG@10 and Recall@100.
 pub fn evaluate_beir(
-    index: &SearchIndex,
+    retriever: &Retriever,
     set: &BeirSet,
     params: &SearchParams,
-    embedder: Option<&mut dyn Embedder>,
-    mut reranker: Option<&mut (dyn Reranker + '_)>,
 ) -> Result<BeirScores, IndexError> {
     let params = SearchParams {
         k: 100,
         ..params.clone()
     };
     let (mut ndcg, mut recall) = (0.0, 0.0);
-    let (parsed, vectors) = prepare_queries(embedder, set.queries.iter().map(|(_, t)| t.as_str()))?;
-    for (i, (qid, _)) in set.queries.iter().enumerate() {
-        let ranked: Vec<String> = index
-            .search(
-                &parsed[i],
-                vectors.get(i).map(Vec::as_slice),
-                &params,
-                reranker.as_deref_mut(),
-            )?
+    for (qid, text) in &set.queries {
+        let ranked: Vec<String> = retriever
+            .search(&parse(text), &params)?
             .hits
             .into_iter()
             .map(|h| h.doc_id)
@@ -237,11 +210,9 @@ fn key(url: &str) -> String {
 }
 
 pub fn evaluate_items(
-    index: &SearchIndex,
+    retriever: &Retriever,
     items: &[FabricatedItem],
     params: &SearchParams,
-    embedder: Option<&mut dyn Embedder>,
-    mut reranker: Option<&mut (dyn Reranker + '_)>,
 ) -> Result<ItemScores, IndexError> {
     let params = SearchParams {
         k: 10,
@@ -249,15 +220,9 @@ pub fn evaluate_items(
     };
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
-    let (parsed, vectors) = prepare_queries(embedder, items.iter().map(|i| i.question.as_str()))?;
-    for (i, item) in items.iter().enumerate() {
-        let ranked: Vec<String> = index
-            .search(
-                &parsed[i],
-                vectors.get(i).map(Vec::as_slice),
-                &params,
-                reranker.as_deref_mut(),
-            )?
+    for item in items {
+        let ranked: Vec<String> = retriever
+            .search(&parse(&item.question), &params)?
             .hits
             .iter()
             .map(|h| key(&h.url))

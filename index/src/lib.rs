@@ -39,4 +39,4 @@ pub use error::IndexError;
 pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use query::{ParsedQuery, parse};
 pub use reader::{SearchIndex, StoredDoc};
-pub use search::{Hit, SearchParams, SearchResults};
+pub use search::{Hit, Retriever, SearchParams, SearchResults};

@@ -15,8 +15,11 @@
 //! Plain words (and the words of phrases) are what BM25 and the embedder score. Parsing never
 //! fails: an unbalanced quote, an empty `site:`, a lone `-` or a dangling `OR` are read as words.
 
+use serde::{Deserialize, Serialize};
+
 /// A page filter that must (or must not) match.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Constraint {
     /// Text that must occur as a phrase.
     Phrase(String),
@@ -25,7 +28,7 @@ pub enum Constraint {
 }
 
 /// A parsed query.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedQuery {
     /// The words that score: plain words and the words of required phrases, operators removed.
     /// This is also what the embedder and the reranker read.

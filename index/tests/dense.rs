@@ -2,11 +2,12 @@
 //! HNSW recall against exact search. Quality with the real model is measured in the indexer's tests.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::search::{Mode, SearchParams};
-use stillweb_index::{BuildOptions, IndexError, SearchIndex, build_index_with};
+use stillweb_index::{BuildOptions, IndexError, Retriever, SearchIndex, build_index_with};
 use stillweb_models::Embedder;
 use stillweb_models::fake::HashingEmbedder;
 
@@ -100,7 +101,13 @@ fn build_at(manifest: &CorpusManifest, out: &Path, options: &BuildOptions) {
 #[test]
 fn dense_manifest_and_modes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let index = build(dir.path(), 300, DocVectors::BestChunk);
+    let retriever = Retriever::new(
+        Arc::new(build(dir.path(), 300, DocVectors::BestChunk)),
+        None,
+        None,
+    )
+    .expect("retriever");
+    let index = retriever.index();
     let dense = index.manifest().dense.as_ref().expect("dense manifest");
     assert_eq!(dense.model_id, "stillweb/hashing-test-embedder");
     assert_eq!(dense.dimension, 64);
@@ -115,8 +122,8 @@ fn dense_manifest_and_modes() {
             weights: mode.weights(),
             ..SearchParams::default()
         };
-        let hits = index
-            .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+        let hits = retriever
+            .search_embedded(&stillweb_index::parse(query), Some(vector.clone()), &params)
             .expect("search")
             .hits;
         assert_eq!(hits.len(), 10, "{mode:?}");
@@ -131,8 +138,8 @@ fn dense_manifest_and_modes() {
         // Deterministic.
         assert_eq!(
             hits,
-            index
-                .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+            retriever
+                .search_embedded(&stillweb_index::parse(query), Some(vector.clone()), &params)
                 .expect("again")
                 .hits
         );
@@ -143,8 +150,8 @@ fn dense_manifest_and_modes() {
         ..SearchParams::default()
     };
     assert!(
-        index
-            .search(&stillweb_index::parse(query), None, &dense_only, None)
+        retriever
+            .search_embedded(&stillweb_index::parse(query), None, &dense_only)
             .expect("search")
             .hits
             .is_empty()
@@ -216,7 +223,7 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
             .expect("revector");
     assert_eq!(manifest.build_id, direct.manifest().build_id);
     assert_ne!(manifest.build_id, best.manifest().build_id);
-    let revectored = SearchIndex::open(&out).expect("open");
+    let revectored = Arc::new(SearchIndex::open(&out).expect("open"));
     assert_eq!(
         revectored.manifest().dense.as_ref().map(|d| d.doc_vectors),
         Some(DocVectors::Mean)
@@ -250,8 +257,9 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
             weights: Mode::Dense.weights(),
             ..SearchParams::default()
         };
-        let hits = revectored
-            .search(&stillweb_index::parse(query), Some(&vector), &params, None)
+        let hits = Retriever::new(Arc::clone(&revectored), None, None)
+            .expect("retriever")
+            .search_embedded(&stillweb_index::parse(query), Some(vector.clone()), &params)
             .expect("search")
             .hits;
         assert_eq!(hits.len(), 10, "{query}");

@@ -3,17 +3,31 @@
 //! fixtures in the models and server tests.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::search::{CHUNKS_PER_DOCUMENT, Mode, SearchParams};
-use stillweb_index::{BuildOptions, Hit, SearchIndex, build_index};
+use stillweb_index::{BuildOptions, Hit, Retriever, SearchIndex, build_index};
+use stillweb_models::worker::RerankWorker;
 use stillweb_models::{ModelError, Reranker};
 
 /// Scores a passage by how often it says "zebra"; remembers every passage it was shown.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Scripted {
-    seen: Vec<String>,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Scripted {
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().expect("lock").clone()
+    }
+
+    /// A retriever over `index` with this reranker on a worker thread.
+    fn over(&self, index: &Arc<SearchIndex>) -> Retriever {
+        let worker = RerankWorker::spawn(Box::new(self.clone()), "scripted", 4).expect("spawn");
+        Retriever::new(Arc::clone(index), None, Some(worker)).expect("retriever")
+    }
 }
 
 impl Reranker for Scripted {
@@ -22,7 +36,10 @@ impl Reranker for Scripted {
     }
 
     fn score(&mut self, _query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError> {
-        self.seen.extend(passages.iter().map(|p| p.to_string()));
+        self.seen
+            .lock()
+            .expect("lock")
+            .extend(passages.iter().map(|p| p.to_string()));
         Ok(passages
             .iter()
             .map(|p| p.matches("zebra").count() as f32 / 10.0)
@@ -33,7 +50,7 @@ impl Reranker for Scripted {
 /// Eight documents of four one-sentence chunks each; every sentence mentions apples. Document
 /// `d` repeats "apple" more the lower `d` is, so BM25 orders them 0, 1, 2, ...; one chunk of
 /// document 3 (also apple-rich, so it is among that document's best) mentions zebras.
-fn index(dir: &Path) -> SearchIndex {
+fn index(dir: &Path) -> Arc<SearchIndex> {
     let filler = "The orchard keeps its records in a ledger that nobody has opened for many years, and the \
                   ledger itself is bound in cracked leather with brass corners and a faded ribbon";
     let mut lines = String::new();
@@ -64,7 +81,7 @@ fn index(dir: &Path) -> SearchIndex {
     .expect("write");
     let corpus = CorpusManifest::load(&dir.join("m.toml")).expect("manifest");
     build_index(&corpus, &dir.join("index"), &BuildOptions::default()).expect("build");
-    SearchIndex::open(&dir.join("index")).expect("open")
+    Arc::new(SearchIndex::open(&dir.join("index")).expect("open"))
 }
 
 fn urls(hits: &[Hit]) -> Vec<&str> {
@@ -80,8 +97,9 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
         weights: Mode::Bm25.weights(),
         ..SearchParams::default()
     };
-    let plain = index
-        .search(&stillweb_index::parse("apple"), None, &params, None)
+    let plain = Retriever::new(Arc::clone(&index), None, None)
+        .expect("retriever")
+        .search(&stillweb_index::parse("apple"), &params)
         .expect("plain")
         .hits;
     assert_eq!(
@@ -95,23 +113,22 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
     );
 
     // A pool of 8 chunks covers the first 4 documents, two chunks each.
-    let mut reranker = Scripted::default();
-    let reranked = index
+    let reranker = Scripted::default();
+    let reranked = reranker
+        .over(&index)
         .search(
             &stillweb_index::parse("apple"),
-            None,
             &SearchParams {
                 rerank_pool: 8,
                 ..params.clone()
             },
-            Some(&mut reranker),
         )
         .expect("reranked")
         .hits;
-    assert_eq!(reranker.seen.len(), 8);
+    let seen = reranker.seen();
+    assert_eq!(seen.len(), 8);
     for d in 0..4 {
-        let from_doc = reranker
-            .seen
+        let from_doc = seen
             .iter()
             .filter(|p| p.starts_with(&format!("Document {d}\n")))
             .count();
@@ -132,17 +149,13 @@ fn the_pool_is_reordered_by_its_best_chunk_and_the_rest_keep_their_order() {
     assert!(reranked[4..].iter().all(|h| h.score == 0.0));
 
     // A pool of 0 means no reranking: the reranker is not called.
-    let mut unused = Scripted::default();
-    let same = index
-        .search(
-            &stillweb_index::parse("apple"),
-            None,
-            &params,
-            Some(&mut unused),
-        )
+    let unused = Scripted::default();
+    let same = unused
+        .over(&index)
+        .search(&stillweb_index::parse("apple"), &params)
         .expect("no pool")
         .hits;
-    assert!(unused.seen.is_empty());
+    assert!(unused.seen().is_empty());
     assert_eq!(urls(&same), urls(&plain));
 }
 
@@ -156,18 +169,15 @@ fn a_small_pool_reaches_only_the_leading_documents() {
         rerank_pool: 3,
         ..SearchParams::default()
     };
-    let mut reranker = Scripted::default();
-    let hits = index
-        .search(
-            &stillweb_index::parse("apple"),
-            None,
-            &params,
-            Some(&mut reranker),
-        )
+    let reranker = Scripted::default();
+    let hits = reranker
+        .over(&index)
+        .search(&stillweb_index::parse("apple"), &params)
         .expect("search")
         .hits;
     // Three chunks: two from document 0, one from document 1; document 3's zebra is never seen.
-    assert_eq!(reranker.seen.len(), 3);
-    assert!(reranker.seen.iter().all(|p| !p.contains("zebra")));
+    let seen = reranker.seen();
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|p| !p.contains("zebra")));
     assert_eq!(hits[0].url, "https://example.org/0");
 }

@@ -1,10 +1,12 @@
 //! A BEIR collection in which half the records have a title and no text (as classic collections
 //! such as CACM do) builds, and its title-only records are searchable and fetchable like any page.
 
+use std::sync::Arc;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_corpus::url_norm::normalize_url;
+
 use stillweb_index::search::{Mode, SearchParams};
-use stillweb_index::{BuildOptions, SearchIndex, build_index};
+use stillweb_index::{BuildOptions, Retriever, SearchIndex, build_index};
 
 #[test]
 fn title_only_beir_records_are_indexed_searchable_and_fetchable() {
@@ -32,7 +34,13 @@ fn title_only_beir_records_are_indexed_searchable_and_fetchable() {
     assert_eq!(report.manifest.documents, 4);
     assert_eq!(report.manifest.bad_records, 1);
 
-    let index = SearchIndex::open(&dir.path().join("index")).expect("open");
+    let retriever = Retriever::new(
+        Arc::new(SearchIndex::open(&dir.path().join("index")).expect("open")),
+        None,
+        None,
+    )
+    .expect("retriever");
+    let index = retriever.index();
     let params = SearchParams {
         k: 3,
         weights: Mode::Bm25.weights(),
@@ -42,8 +50,8 @@ fn title_only_beir_records_are_indexed_searchable_and_fetchable() {
         ("algebraic compilers", "1"),
         ("matrix program schemes", "3"),
     ] {
-        let hits = index
-            .search(&stillweb_index::parse(query), None, &params, None)
+        let hits = retriever
+            .search(&stillweb_index::parse(query), &params)
             .expect("search")
             .hits;
         assert_eq!(hits.first().map(|h| h.doc_id.as_str()), Some(id), "{query}");

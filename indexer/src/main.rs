@@ -4,6 +4,7 @@ mod bench;
 mod export;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -14,7 +15,8 @@ use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items}
 use stillweb_index::fusion::Fusion;
 use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
-use stillweb_index::{BuildOptions, SearchIndex, SearchParams, build_index_with};
+use stillweb_index::{BuildOptions, Retriever, SearchIndex, SearchParams, build_index_with};
+use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use stillweb_models::{Embedder, Engine, ExecutionProvider, Reranker, load_reranker};
 
 #[derive(Parser, Debug)]
@@ -395,8 +397,12 @@ fn main() -> anyhow::Result<()> {
                 !mode.uses_dense() || has_dense,
                 "--mode {mode:?} needs an index built with vectors (this one was built with --no-dense)"
             );
-            let mut reranker = match (mode, &reranker) {
-                (Mode::Rerank, Some(dir)) => Some(model.load_reranker(dir)?),
+            let reranker = match (mode, &reranker) {
+                (Mode::Rerank, Some(dir)) => Some(RerankWorker::spawn(
+                    model.load_reranker(dir)?,
+                    "stillweb-rerank",
+                    1,
+                )?),
                 (Mode::Rerank, None) => anyhow::bail!(
                     "--mode rerank needs --reranker DIR (a model.toml of kind cross-encoder or \
                      qwen3-reranker; `models/make-fixtures` builds random-weight test ones)"
@@ -407,29 +413,25 @@ fn main() -> anyhow::Result<()> {
                 rerank_pool: if reranker.is_some() { rerank_pool } else { 0 },
                 ..ranking.params(mode)
             };
-            let mut embedder = if mode.uses_dense() {
-                Some(model.load()?)
+            let embedder = if mode.uses_dense() {
+                Some(EmbedWorker::spawn(model.load()?, "stillweb-embed", 1)?)
             } else {
                 None
             };
-            if let Some(e) = &embedder {
-                index.check_embedder(e.model_id(), e.dimension())?;
-            }
-            let embedder = embedder.as_mut().map(|e| e as &mut dyn Embedder);
-            let reranker_id = reranker.as_ref().map(|r| r.model_id().to_string());
-            let reranker = reranker.as_deref_mut();
+            let retriever = Retriever::new(Arc::new(index), embedder, reranker)?;
             let started = std::time::Instant::now();
             let mut output = if let Some(dir) = beir {
                 let set = load_beir(&dir)?;
-                serde_json::to_value(evaluate_beir(&index, &set, &params, embedder, reranker)?)?
+                serde_json::to_value(evaluate_beir(&retriever, &set, &params)?)?
             } else if let Some(path) = items {
                 let items = load_items(&path)?;
-                serde_json::to_value(evaluate_items(&index, &items, &params, embedder, reranker)?)?
+                serde_json::to_value(evaluate_items(&retriever, &items, &params)?)?
             } else {
                 anyhow::bail!("pass --beir DIR or --items FILE");
             };
+            let index = retriever.index();
             output["seconds"] = started.elapsed().as_secs_f64().into();
-            output["reranker"] = reranker_id.into();
+            output["reranker"] = retriever.reranker_id().into();
             output["index"] = index.manifest().build_id.clone().into();
             output["params"] = serde_json::to_value(&params)?;
             output["mode"] = serde_json::to_value(mode)?;

@@ -51,6 +51,8 @@ pub enum ModelError {
     Tokenizer(String),
     #[error("native engine: {0}")]
     Native(String),
+    #[error("the model's output: {0}")]
+    Output(String),
     #[error("the model worker has stopped")]
     WorkerGone,
 }
@@ -87,6 +89,16 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         (**self).embed_documents(texts)
     }
+}
+
+/// The vector of one search query: the one function that embeds queries, wherever they are
+/// searched. One query per model call, so that a query's vector never depends on what else was
+/// embedded with it (the ONNX int8 graph quantises activations per call).
+pub fn embed_query(embedder: &mut dyn Embedder, text: &str) -> Result<Vec<f32>, ModelError> {
+    embedder
+        .embed_queries(&[text])?
+        .pop()
+        .ok_or_else(|| ModelError::Output("no vector for the query".into()))
 }
 
 /// Loads the embedder in `dir` with `engine`, or the one its `model.toml` names. The native

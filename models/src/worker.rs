@@ -117,11 +117,10 @@ impl EmbedWorker {
         self.dimension
     }
 
-    pub fn embed_queries(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ModelError> {
-        self.worker.call(move |e| {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            e.embed_queries(&refs)
-        })
+    /// One search query's vector ([`crate::embed_query`] on the worker's thread).
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
+        let text = text.to_string();
+        self.worker.call(move |e| crate::embed_query(e, &text))
     }
 
     pub fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ModelError> {
@@ -145,6 +144,21 @@ impl RerankWorker {
         Ok(RerankWorker {
             worker: ModelWorker::spawn(reranker, name, queue)?,
             model_id,
+        })
+    }
+}
+
+impl RerankWorker {
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Scores `passages` against `query` on the worker's thread (one score each, in order).
+    pub fn rerank(&self, query: &str, passages: Vec<String>) -> Result<Vec<f32>, ModelError> {
+        let query = query.to_string();
+        self.worker.call(move |r| {
+            let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
+            r.score(&query, &refs)
         })
     }
 }
@@ -176,14 +190,12 @@ mod tests {
         let handles: Vec<_> = (0..8)
             .map(|i| {
                 let w = worker.clone();
-                std::thread::spawn(move || {
-                    w.embed_queries(vec![format!("query {i}")]).expect("embed")
-                })
+                std::thread::spawn(move || w.embed_query(&format!("query {i}")).expect("embed"))
             })
             .collect();
         for h in handles {
             let v = h.join().expect("join");
-            assert_eq!(v[0].len(), 16);
+            assert_eq!(v.len(), 16);
         }
     }
 
@@ -193,15 +205,11 @@ mod tests {
             .map(|_| Box::new(HashingEmbedder::new(16)) as Box<dyn Embedder>)
             .collect();
         let worker = EmbedWorker::spawn_copies(copies, "test-embed", 4).expect("spawn");
-        let expected = worker
-            .embed_queries(vec!["same query".into()])
-            .expect("embed");
+        let expected = worker.embed_query("same query").expect("embed");
         let handles: Vec<_> = (0..12)
             .map(|_| {
                 let w = worker.clone();
-                std::thread::spawn(move || {
-                    w.embed_queries(vec!["same query".into()]).expect("embed")
-                })
+                std::thread::spawn(move || w.embed_query("same query").expect("embed"))
             })
             .collect();
         for h in handles {

@@ -22,11 +22,11 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
-use stillweb_index::SearchIndex;
 use stillweb_index::checksums::Verified;
 use stillweb_index::search::Mode;
+use stillweb_index::{Retriever, SearchIndex};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
-use stillweb_models::{Embedder, Reranker, load_embedder, load_reranker};
+use stillweb_models::{load_embedder, load_reranker};
 use tower_http::trace::TraceLayer;
 use tracing::{debug, info, warn};
 
@@ -163,7 +163,6 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
                     config.embedder.display()
                 )
             })?;
-            index.check_embedder(model.model_id(), model.dimension())?;
             copies.push(model);
         }
         info!(model = copies[0].model_id(), %provider, sessions = copies.len(), "query embedder loaded");
@@ -189,22 +188,12 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         chunks = manifest.chunks,
         "index opened"
     );
-    let warm_vector = match &embedder {
-        Some(e) => e.embed_queries(vec!["warm up".into()])?.pop(),
-        None => None,
-    };
-    let mut warm_reranker = reranker.clone();
-    let warm = index
-        .search(
-            &stillweb_index::parse("warm up"),
-            warm_vector.as_deref(),
-            &config.search,
-            warm_reranker.as_mut().map(|r| r as &mut dyn Reranker),
-        )
+    let retriever = Retriever::new(std::sync::Arc::new(index), embedder, reranker)?;
+    let warm = retriever
+        .search(&stillweb_index::parse("warm up"), &config.search)
         .context("warm-up query failed")?;
     info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let state = AppState::new(index, config, embedder, reranker)
-        .context("cannot start the search thread pool")?;
+    let state = AppState::new(retriever, config).context("cannot start the search thread pool")?;
     state.set_ready(true);
     Ok(state)
 }

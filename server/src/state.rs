@@ -3,8 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stillweb_index::{SearchIndex, SearchResults};
-use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use stillweb_index::{Retriever, SearchIndex, SearchResults};
 use tokio::sync::Semaphore;
 
 use crate::cache::LruCache;
@@ -16,14 +15,11 @@ use crate::session::SessionStore;
 /// Shared application state (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub index: Arc<SearchIndex>,
+    /// The index with its query embedder and reranker: every search runs through it.
+    pub retriever: Arc<Retriever>,
     pub sessions: Arc<SessionStore>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
-    /// The query embedder, when the index has vectors and the mode uses them.
-    pub embedder: Option<EmbedWorker>,
-    /// The chunk-pool reranker, when one is configured.
-    pub reranker: Option<RerankWorker>,
     pub metrics: Arc<Metrics>,
     /// Finished searches by index build, parameters and parsed query.
     pub results: Arc<LruCache<String, Arc<SearchResults>>>,
@@ -35,20 +31,13 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(
-        index: SearchIndex,
-        config: Config,
-        embedder: Option<EmbedWorker>,
-        reranker: Option<RerankWorker>,
-    ) -> std::io::Result<AppState> {
+    pub fn new(retriever: Retriever, config: Config) -> std::io::Result<AppState> {
         Ok(AppState {
-            embedder,
-            reranker,
+            retriever: Arc::new(retriever),
             metrics: Arc::new(Metrics::default()),
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-            index: Arc::new(index),
             sessions: Arc::new(SessionStore::new(config.sessions.clone())),
             pool: SearchPool::new(config.search_threads)?,
             config: Arc::new(config),
@@ -64,7 +53,11 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
+    pub fn index(&self) -> &SearchIndex {
+        self.retriever.index()
+    }
+
     pub fn build_id(&self) -> &str {
-        &self.index.manifest().build_id
+        &self.index().manifest().build_id
     }
 }

@@ -93,7 +93,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
     )
     .expect("state");
     assert!(
-        state.embedder.is_some(),
+        state.retriever.embedder_id().is_some(),
         "hybrid mode loads the query embedder"
     );
     // No word of this query occurs in the corpus: only the dense signal can answer it.

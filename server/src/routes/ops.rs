@@ -164,7 +164,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 pub async fn info(State(state): State<AppState>) -> Json<Value> {
-    let manifest = state.index.manifest();
+    let manifest = state.index().manifest();
     let config = &state.config;
     Json(json!({
         "service": "stillweb",
@@ -179,8 +179,8 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "dense": manifest.dense,
         },
         "models": {
-            "embedder": state.embedder.as_ref().map(|e| e.model_id().to_string()),
-            "reranker": state.reranker.as_ref().map(|r| stillweb_models::Reranker::model_id(r).to_string()),
+            "embedder": state.retriever.embedder_id(),
+            "reranker": state.retriever.reranker_id(),
             "execution_provider": config.provider.to_string(),
         },
         "search": {

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use stillweb_corpus::url_norm::normalize_url;
 use stillweb_index::search::StageTimings;
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
-use stillweb_models::Reranker;
 
 use super::{ApiJson, SessionSources};
 use crate::error::{ApiError, ErrorCode};
@@ -176,7 +175,6 @@ pub async fn search_hits(state: &AppState, request: Query) -> Result<Answer, Api
     let timed = run_search(state, parsed, params).await?;
     let timing = Timing {
         stages: timed.results.timings,
-        embed: timed.embed,
         cached: timed.cached,
         total: started.elapsed(),
     };
@@ -222,11 +220,12 @@ fn rerank_pool(
             "`rerank_pool` must be between 0 (no reranking) and {max}, got {n}"
         )));
     }
-    let wanted = rerank.unwrap_or(state.reranker.is_some() && pool != Some(0));
+    let has_reranker = state.retriever.reranker_id().is_some();
+    let wanted = rerank.unwrap_or(has_reranker && pool != Some(0));
     if !wanted {
         return Ok(0);
     }
-    if state.reranker.is_none() {
+    if !has_reranker {
         return Err(ApiError::new(
             ErrorCode::RerankUnavailable,
             "this server has no reranker (start it with --reranker DIR); omit `rerank` or send false",
@@ -245,13 +244,11 @@ fn rerank_pool(
 #[derive(Debug, Clone)]
 pub struct Timed {
     pub results: SearchResults,
-    /// Embedding the query (zero when cached or not needed).
-    pub embed: Duration,
     /// Served from the result cache.
     pub cached: bool,
 }
 
-/// Runs one search on the search pool. Identical searches on the
+/// Runs one search on the search pool, through the retriever. Identical searches on the
 /// same index are answered from the bounded result cache; query vectors come from the bounded
 /// embedding cache when the same text was embedded before.
 pub async fn run_search(
@@ -267,51 +264,38 @@ pub async fn run_search(
                 timings: StageTimings::default(),
                 ..(*results).clone()
             },
-            embed: Duration::ZERO,
             cached: true,
         });
     }
     state.metrics.cache("results", false);
-    let index = state.index.clone();
-    let embedder = state.embedder.clone();
+    let retriever = Arc::clone(&state.retriever);
     let embeddings = state.embeddings.clone();
     let metrics = state.metrics.clone();
-    let mut reranker = state.reranker.clone();
     let work = state.pool.run(move || {
         let started = Instant::now();
-        let vector = match &embedder {
-            Some(e) if !query.text.trim().is_empty() => match embeddings.get(&query.text) {
-                Some(v) => {
-                    metrics.cache("embeddings", true);
-                    Some(v)
+        let embedded = retriever.embedder_id().is_some() && !query.text.trim().is_empty();
+        let vector = match embedded.then(|| embeddings.get(&query.text)) {
+            None => None,
+            Some(Some(v)) => {
+                metrics.cache("embeddings", true);
+                Some(v.to_vec())
+            }
+            Some(None) => {
+                metrics.cache("embeddings", false);
+                let v = retriever.embed(&query.text).map_err(ApiError::internal)?;
+                if let Some(v) = &v {
+                    embeddings.insert(query.text.clone(), Arc::new(v.clone()));
                 }
-                None => {
-                    metrics.cache("embeddings", false);
-                    let v = e
-                        .embed_queries(vec![query.text.clone()])
-                        .map_err(ApiError::internal)?
-                        .pop()
-                        .map(Arc::new);
-                    if let Some(v) = &v {
-                        embeddings.insert(query.text.clone(), v.clone());
-                    }
-                    v
-                }
-            },
-            _ => None,
+                v
+            }
         };
         let embed = started.elapsed();
-        let results = index
-            .search(
-                &query,
-                vector.as_deref().map(Vec::as_slice),
-                &params,
-                reranker.as_mut().map(|r| r as &mut dyn Reranker),
-            )
+        let mut results = retriever
+            .search_embedded(&query, vector, &params)
             .map_err(ApiError::internal)?;
+        results.timings.embed = embed;
         Ok::<_, ApiError>(Timed {
             results,
-            embed,
             cached: false,
         })
     });
@@ -320,7 +304,7 @@ pub async fn run_search(
     let t = timed.results.timings;
     for (stage, elapsed) in [
         ("filter", t.filter),
-        ("embed", timed.embed),
+        ("embed", t.embed),
         ("candidates", t.candidates),
         ("chunks", t.chunks),
         ("rerank", t.rerank),
@@ -336,7 +320,6 @@ pub async fn run_search(
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
     pub stages: StageTimings,
-    pub embed: Duration,
     pub cached: bool,
     pub total: Duration,
 }
@@ -348,7 +331,7 @@ pub fn server_timing(timing: &Timing) -> String {
     let mut header = format!(
         "filter;dur={:.2}, embed;dur={:.2}, candidates;dur={:.2}, chunks;dur={:.2}, rerank;dur={:.2}, fetch;dur={:.2}, total;dur={:.2}",
         ms(t.filter),
-        ms(timing.embed),
+        ms(t.embed),
         ms(t.candidates),
         ms(t.chunks),
         ms(t.rerank),

@@ -1,5 +1,6 @@
 //! `POST /v1/visit`: visit_web, limited to URLs the session has been shown.
 
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use axum::Json;
@@ -71,7 +72,7 @@ pub async fn visit_page(
     url: &str,
 ) -> Result<VisitResponse, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
-    let index = state.index.clone();
+    let index = Arc::clone(state.retriever.index());
     let lookup_key = key.clone();
     let doc = state
         .pool

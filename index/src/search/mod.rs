@@ -1,0 +1,237 @@
+//! Two-stage hybrid retrieval, as explicit stages over plain data.
+//!
+//! A [`Retriever`] runs one search as a pipeline; every stage is a function a test (and, across
+//! shards, a coordinator) can call alone, and the data between stages is document ordinals,
+//! chunk ids and raw scores, never tantivy handles:
+//!
+//! 1. **parse** ([`crate::query::parse`]) and [`prepare`](crate::SearchIndex::prepare): the
+//!    query's operators, analysed terms and (embedded once, by [`Retriever::embed`]) vector;
+//! 2. **candidates** ([`candidates`]): BM25 over `content` (title + body) and the dense document
+//!    index each select `candidates` documents, under the operators' page filter, with their raw
+//!    scores ([`Candidates`]);
+//! 3. **chunk scores** ([`chunks`]): every chunk of the candidates, its raw BM25 (title + chunk
+//!    text) and exact cosine with the query ([`ChunkScore`]);
+//! 4. **rank** ([`rank`], pure): each signal min-max normalised over the pool, weighted; each
+//!    document takes its best chunk (MaxP), fused with its own BM25 score;
+//! 5. **rerank** (optional): a cross-encoder scores the best chunks of the leading documents
+//!    (the pool); those documents are reordered by their best reranked chunk (MaxP again);
+//! 6. **fetch** ([`fetch`]): titles, URLs, dates and the best chunk as snippet for the top `k`,
+//!    each page read once even when the rerank step read it first.
+//!
+//! Ties are broken by document ordinal and chunk id, so the same index, query and parameters
+//! always give the same list.
+
+pub mod candidates;
+pub mod chunks;
+pub mod fetch;
+pub(crate) mod filter;
+pub mod rank;
+mod retriever;
+
+use serde::{Deserialize, Serialize};
+
+use crate::SearchIndex;
+use crate::fusion::Fusion;
+use crate::query::ParsedQuery;
+
+pub use candidates::Candidates;
+pub use chunks::ChunkScore;
+pub use rank::{Ranked, Ranking};
+pub use retriever::Retriever;
+
+/// Weights of the ranking signals (each min-max normalised before weighting).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Weights {
+    /// The whole document's BM25 score.
+    pub bm25_doc: f32,
+    /// A chunk's BM25 score (title + chunk text).
+    pub bm25_chunk: f32,
+    /// A chunk's cosine similarity with the query.
+    pub dense_chunk: f32,
+}
+
+/// Which retrievers take part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Bm25,
+    Dense,
+    Hybrid,
+    /// Hybrid retrieval, then the cross-encoder over the chunk pool.
+    Rerank,
+}
+
+impl Mode {
+    /// The default weights of each mode; hybrid's were chosen by the measurements in
+    /// `BENCHMARKS.md`.
+    pub fn weights(self) -> Weights {
+        match self {
+            Mode::Bm25 => Weights {
+                bm25_doc: 1.0,
+                bm25_chunk: 1.0,
+                dense_chunk: 0.0,
+            },
+            Mode::Dense => Weights {
+                bm25_doc: 0.0,
+                bm25_chunk: 0.0,
+                dense_chunk: 1.0,
+            },
+            // At the chunk level the cosine counts 2.5 times the BM25 score; the document's own BM25
+            // score then weighs as much as its best chunk, which keeps exact-match constraints (a
+            // date, a name) decisive. Measured on SciFact and the fabricated items: BENCHMARKS.md.
+            Mode::Hybrid | Mode::Rerank => Weights {
+                bm25_doc: 1.0,
+                bm25_chunk: 1.0,
+                dense_chunk: 2.5,
+            },
+        }
+    }
+}
+
+impl Mode {
+    /// Whether the mode needs query vectors.
+    pub fn uses_dense(self) -> bool {
+        self != Mode::Bm25
+    }
+}
+
+/// Chunks reranked per query unless configured otherwise: on two CPU cores a MiniLM-size
+/// cross-encoder scores ~25–50 pairs/s, so even 30 costs about a second (SPEC.md); on a GPU,
+/// Qwen3-Reranker-0.6B takes 100 comfortably.
+pub const DEFAULT_RERANK_POOL: usize = 30;
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bm25" => Ok(Mode::Bm25),
+            "dense" => Ok(Mode::Dense),
+            "hybrid" => Ok(Mode::Hybrid),
+            "rerank" => Ok(Mode::Rerank),
+            other => Err(format!(
+                "unknown mode `{other}` (bm25, dense, hybrid, rerank)"
+            )),
+        }
+    }
+}
+
+/// Parameters of one search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchParams {
+    /// Results to return.
+    pub k: usize,
+    /// Documents each stage-1 retriever hands to stage 2.
+    pub candidates: usize,
+    /// How a document's best-chunk score and its document score are combined.
+    pub fusion: Fusion,
+    pub weights: Weights,
+    /// Chunks the reranker scores (0: no reranking). They are the best chunks of the documents
+    /// in their fused order, at most [`CHUNKS_PER_DOCUMENT`] from each.
+    #[serde(default)]
+    pub rerank_pool: usize,
+}
+
+/// A rerank pool takes at most this many chunks from one document, so that it covers many
+/// documents: MaxP only needs each document's best chunk, and the hybrid order already says which
+/// chunks are likely to be it.
+pub const CHUNKS_PER_DOCUMENT: usize = 2;
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        SearchParams {
+            k: 10,
+            candidates: 100,
+            fusion: Fusion::Weighted,
+            weights: Mode::Bm25.weights(),
+            rerank_pool: 0,
+        }
+    }
+}
+
+/// What a search returns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SearchResults {
+    pub hits: Vec<Hit>,
+    /// A required phrase occurred in no page and was treated as plain words.
+    pub relaxed: bool,
+    /// Where the time went, for timing headers and metrics.
+    #[serde(skip)]
+    pub timings: StageTimings,
+}
+
+/// Time spent in each stage of one search.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimings {
+    /// Embedding the query (zero when its vector was given or not needed).
+    pub embed: std::time::Duration,
+    /// Building the query operators' page filter (`site:`, phrases, exclusions), including the
+    /// count that decides whether required phrases must be relaxed.
+    pub filter: std::time::Duration,
+    /// Stage 1: candidate documents (BM25, dense, the filter applied).
+    pub candidates: std::time::Duration,
+    /// Stage 2: scoring the candidates' chunks, then normalisation, MaxP and fusion.
+    pub chunks: std::time::Duration,
+    /// The reranker over the chunk pool (with reading the pool's passages).
+    pub rerank: std::time::Duration,
+    /// Fetching stored titles, URLs and snippets.
+    pub fetch: std::time::Duration,
+}
+
+/// One result: a page, scored by its best chunk, with that chunk as snippet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub ord: u64,
+    pub doc_id: String,
+    pub title: String,
+    pub url: String,
+    pub date: String,
+    pub snippet: String,
+    pub score: f32,
+}
+
+/// A query as stages 1 and 2 take it: plain data a coordinator can hand to a shard.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PreparedQuery {
+    /// The operators (the page filter) and the scoring text.
+    pub parsed: ParsedQuery,
+    /// The analysed terms of `parsed.text`; empty when the lexical signals are off.
+    pub terms: Vec<String>,
+    /// The query's unit vector; `None` when the dense signal is off.
+    pub vector: Option<Vec<f32>>,
+}
+
+impl PreparedQuery {
+    /// Whether BM25 takes part.
+    pub fn is_lexical(&self) -> bool {
+        !self.terms.is_empty()
+    }
+
+    /// Whether no retriever has anything to search with.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty() && self.vector.is_none()
+    }
+}
+
+impl SearchIndex {
+    /// The query as the stages take it under `weights`: terms only when a BM25 signal counts,
+    /// the vector only when the index has vectors and the dense signal counts.
+    pub fn prepare(
+        &self,
+        parsed: ParsedQuery,
+        vector: Option<Vec<f32>>,
+        weights: &Weights,
+    ) -> PreparedQuery {
+        let lexical = weights.bm25_doc > 0.0 || weights.bm25_chunk > 0.0;
+        let terms = if lexical {
+            self.analyze(&parsed.text)
+        } else {
+            Vec::new()
+        };
+        let vector = vector.filter(|_| self.dense().is_some() && weights.dense_chunk > 0.0);
+        PreparedQuery {
+            parsed,
+            terms,
+            vector,
+        }
+    }
+}
