@@ -390,3 +390,100 @@ fn foreign_graph_or_unknown_quantization_is_refused_at_open() {
         "{err}"
     );
 }
+
+/// Each stage called alone, with the plain data between them, composes into exactly what the
+/// retriever answers: the boundaries a coordinator will call across shards.
+#[test]
+fn each_stage_runs_alone_and_composes_into_the_search() {
+    use stillweb_index::search::fetch::Pages;
+    use stillweb_index::search::rank::rank;
+    use stillweb_models::worker::EmbedWorker;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let embedder =
+        EmbedWorker::spawn(Box::new(HashingEmbedder::new(64)), "test-embed", 4).expect("spawn");
+    let retriever = Retriever::new(
+        Arc::new(build(dir.path(), 300, DocVectors::BestChunk)),
+        Some(embedder),
+        None,
+    )
+    .expect("retriever");
+    let index = retriever.index();
+    let params = SearchParams {
+        k: 10,
+        weights: Mode::Hybrid.weights(),
+        ..SearchParams::default()
+    };
+    let text = "glacier falcon quartz";
+    let parsed = stillweb_index::parse(text);
+
+    // Embed: the retriever's vector is the model's.
+    let vector = retriever.embed(text).expect("embed").expect("a vector");
+    let direct = HashingEmbedder::new(64)
+        .embed_queries(&[text])
+        .expect("direct")
+        .remove(0);
+    assert_eq!(vector, direct);
+    assert_eq!(retriever.embed("   ").expect("blank"), None);
+
+    // Prepare: terms and vector, as plain data.
+    let prepared = index.prepare(parsed.clone(), Some(vector), &params.weights);
+    assert_eq!(prepared.terms, ["glacier", "falcon", "quartz"]);
+
+    // Stage 1: each retriever's best documents, best first, with raw scores.
+    let candidates = index.candidates(&prepared, 50).expect("candidates");
+    assert_eq!(candidates.bm25.len(), 50);
+    assert_eq!(candidates.dense.len(), 50);
+    for list in [&candidates.bm25, &candidates.dense] {
+        assert!(list.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+    }
+    let bm25_alone = index.bm25_documents(&parsed, 10).expect("bm25");
+    for ((ord, score), (id, expected)) in candidates.bm25.iter().zip(&bm25_alone) {
+        assert_eq!((ord.to_string(), score), (id.clone(), expected));
+    }
+    let lexical: Vec<u64> = candidates.bm25.iter().map(|c| c.0).collect();
+    assert!(
+        candidates
+            .dense_bm25
+            .iter()
+            .all(|(o, _)| !lexical.contains(o))
+    );
+    let json = serde_json::to_string(&candidates).expect("to json");
+    let back: stillweb_index::search::Candidates = serde_json::from_str(&json).expect("from json");
+    assert_eq!(back.bm25, candidates.bm25);
+
+    // Stage 2: every chunk of the candidates, in chunk order, with both raw signals.
+    let docs = candidates.ordinals();
+    let chunks = index.chunk_scores(&prepared, &docs).expect("chunks");
+    let expected: Vec<u64> = docs.iter().flat_map(|&d| index.chunk_range(d)).collect();
+    assert_eq!(chunks.iter().map(|c| c.chunk).collect::<Vec<_>>(), expected);
+    assert!(chunks.iter().all(|c| c.cosine.is_some()));
+    assert!(chunks.iter().any(|c| c.bm25.is_some()));
+
+    // Rank (pure) and fetch, composed by hand, equal the retriever's answer.
+    let mut ranking = rank(
+        &candidates.doc_bm25(),
+        &chunks,
+        params.weights,
+        params.fusion,
+    );
+    ranking.ranked.truncate(params.k);
+    let mut pages = Pages::default();
+    index
+        .fetch(
+            ranking.ranked.iter().map(|r| r.doc),
+            ranking.ranked.iter().filter_map(|r| r.chunk),
+            &mut pages,
+        )
+        .expect("fetch");
+    let by_hand = pages.hits(&ranking.ranked);
+    assert_eq!(by_hand.len(), 10);
+    let searched = SearchParams {
+        candidates: 50,
+        ..params
+    };
+    assert_eq!(
+        retriever.search(&parsed, &searched).expect("search").hits,
+        by_hand
+    );
+}
