@@ -68,6 +68,10 @@ impl<E: Embedder> Embedder for SentenceComposed<E> {
         self.inner.dimension()
     }
 
+    fn engine(&self) -> &str {
+        self.inner.engine()
+    }
+
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         self.inner.embed_queries(texts)
     }

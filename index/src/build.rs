@@ -18,7 +18,7 @@ use tantivy::{Index, IndexWriter, TantivyDocument};
 use tracing::{info, warn};
 
 use crate::IndexError;
-use stillweb_models::Embedder;
+use stillweb_model_core::Embedder;
 
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
 use crate::dense::{ChunkVectorWriter, DenseManifest, DocVectors};
@@ -291,7 +291,11 @@ fn build_into(
     };
     let mut dense_model = None;
     if let Some(embedder) = embedder {
-        dense_model = Some((embedder.model_id().to_string(), embedder.dimension()));
+        dense_model = Some((
+            embedder.model_id().to_string(),
+            embedder.dimension(),
+            embedder.engine().to_string(),
+        ));
         writers.dense = Some(DenseBuild {
             writer: ChunkVectorWriter::create(tmp, embedder.dimension())?,
             embedder,
@@ -326,10 +330,11 @@ fn build_into(
                 options.doc_vectors,
                 options.graph_threads,
             )?;
-            let (model_id, dimension) = dense_model.unwrap_or_default();
+            let (model_id, dimension, engine) = dense_model.unwrap_or_default();
             Some(DenseManifest {
                 model_id,
                 dimension,
+                engine: Some(engine),
                 metric: "cosine (unit vectors, inner product)".into(),
                 quantization: crate::dense::GRAPH_QUANTIZATION.into(),
                 doc_vectors: options.doc_vectors,
@@ -360,7 +365,7 @@ fn build_into(
             &sources,
             &options.chunker,
             ANALYZER_DESCRIPTION,
-            dense.as_ref().map(|d| (d.model_id.as_str(), d.doc_vectors)),
+            dense.as_ref(),
         ),
         stillweb_version: env!("CARGO_PKG_VERSION").to_string(),
         created_unix: std::time::SystemTime::now()

@@ -49,6 +49,10 @@ impl std::str::FromStr for DocVectors {
 pub struct DenseManifest {
     pub model_id: String,
     pub dimension: usize,
+    /// What computed the chunk vectors (`onnx`, `native-int8`); absent in indexes built before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// Vectors are unit length; similarity is their dot product.
     pub metric: String,
     pub quantization: String,
@@ -57,6 +61,22 @@ pub struct DenseManifest {
     pub hnsw_connectivity: usize,
     pub hnsw_expansion_add: usize,
     pub hnsw_expansion_search: usize,
+}
+
+impl DenseManifest {
+    /// Why querying these vectors with `engine` is not what the build did, if it is not: the
+    /// same model on another engine gives slightly different vectors (int8 rounding), so
+    /// rankings shift a little against the measured ones.
+    pub fn engine_mismatch(&self, engine: &str) -> Option<String> {
+        let built = self.engine.as_deref()?;
+        (built != engine).then(|| {
+            format!(
+                "the index's vectors were computed by the `{built}` engine but queries are embedded by `{engine}`: \
+                 the same model, slightly different vectors; rankings may differ from the measured ones \
+                 (start with --engine {built} or rebuild the index)"
+            )
+        })
+    }
 }
 
 /// How new graphs store their vectors. The graph only chooses candidates (stage 2 rescores their
@@ -299,7 +319,7 @@ fn document_rows(chunks: &ChunkVectors, chunk_counts: &[u32], doc_vectors: DocVe
                 sum.iter_mut().zip(&row).for_each(|(s, x)| *s += x);
             }
             if doc_vectors == DocVectors::Mean {
-                stillweb_models::normalize(&mut sum);
+                stillweb_model_core::normalize(&mut sum);
             }
             rows.extend_from_slice(&sum);
         }
@@ -360,7 +380,7 @@ impl ChunkVectors {
 
     /// The dot product of `query` with row `id`, read straight from the mapped bytes.
     fn dot(&self, query: &[f32], id: u64) -> f32 {
-        stillweb_models::dot_le_bytes(query, self.row_bytes(id))
+        stillweb_model_core::dot_le_bytes(query, self.row_bytes(id))
     }
 }
 
@@ -451,7 +471,7 @@ impl DenseIndex {
                 format!("node {key} is missing from the graph; rebuild the index"),
             ));
         }
-        Ok(stillweb_models::dot(query, row))
+        Ok(stillweb_model_core::dot(query, row))
     }
 
     /// The `limit` documents of `docs` (ordinal and chunk-id range) most similar to `query`,

@@ -81,15 +81,22 @@ impl IndexManifest {
         sources: &[SourceReport],
         chunker: &ChunkerConfig,
         analyzer: &str,
-        dense: Option<(&str, crate::dense::DocVectors)>,
+        dense: Option<&crate::dense::DenseManifest>,
     ) -> String {
         let mut h = Sha256::new();
         h.update(format!(
             "format {FORMAT_VERSION}\nchunker {}\nanalyzer {analyzer}\n",
             chunker.max_chars
         ));
-        if let Some((model, doc_vectors)) = dense {
-            h.update(format!("dense {model} {doc_vectors:?}\n"));
+        if let Some(d) = dense {
+            // The engine counts only once recorded, so older indexes keep their ids.
+            match &d.engine {
+                Some(engine) => h.update(format!(
+                    "dense {} {:?} {engine}\n",
+                    d.model_id, d.doc_vectors
+                )),
+                None => h.update(format!("dense {} {:?}\n", d.model_id, d.doc_vectors)),
+            }
         }
         for s in sources {
             h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));

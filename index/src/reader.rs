@@ -162,8 +162,22 @@ impl SearchIndex {
         self.dense.as_ref()
     }
 
-    /// Refuses an embedder other than the one the index was built with.
-    pub fn check_embedder(&self, model_id: &str, dimension: usize) -> Result<(), IndexError> {
+    /// Refuses an embedder other than the one the index was built with, and warns when the
+    /// same model runs on another engine than the build's.
+    pub fn check_embedder(
+        &self,
+        model_id: &str,
+        dimension: usize,
+        engine: &str,
+    ) -> Result<(), IndexError> {
+        if let Some(warning) = self
+            .manifest
+            .dense
+            .as_ref()
+            .and_then(|d| d.engine_mismatch(engine))
+        {
+            tracing::warn!(index = %self.dir.display(), "{warning}");
+        }
         match &self.manifest.dense {
             Some(d) if d.model_id != model_id || d.dimension != dimension => {
                 Err(IndexError::ModelMismatch {

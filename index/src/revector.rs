@@ -31,12 +31,13 @@ pub fn rebuild_doc_vectors(
     };
     dense.doc_vectors = doc_vectors;
     dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
-    let (model, dimension) = (dense.model_id.clone(), dense.dimension);
+    let dimension = dense.dimension;
+    let dense = dense.clone();
     manifest.build_id = IndexManifest::compute_build_id(
         &manifest.sources,
         &manifest.chunker,
         &manifest.analyzer,
-        Some((model.as_str(), doc_vectors)),
+        Some(&dense),
     );
     manifest.created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -8,8 +8,8 @@ use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::search::{Mode, SearchParams};
 use stillweb_index::{BuildOptions, IndexError, Retriever, SearchIndex, build_index_with};
-use stillweb_models::Embedder;
-use stillweb_models::fake::HashingEmbedder;
+use stillweb_model_core::Embedder;
+use stillweb_model_core::fake::HashingEmbedder;
 
 const WORDS: &[&str] = &[
     "river",
@@ -111,6 +111,11 @@ fn dense_manifest_and_modes() {
     let dense = index.manifest().dense.as_ref().expect("dense manifest");
     assert_eq!(dense.model_id, "stillweb/hashing-test-embedder");
     assert_eq!(dense.dimension, 64);
+    // The engine that computed the vectors is recorded; another one is named in a warning.
+    assert_eq!(dense.engine.as_deref(), Some("hashing"));
+    assert_eq!(dense.engine_mismatch("hashing"), None);
+    let warning = dense.engine_mismatch("native-int8").expect("a warning");
+    assert!(warning.contains("`hashing`") && warning.contains("--engine hashing"));
     assert_eq!(dense.chunk_vectors, index.manifest().chunks);
 
     let mut embedder = HashingEmbedder::new(64);
@@ -158,7 +163,7 @@ fn dense_manifest_and_modes() {
     );
     // Another model is refused.
     let err = index
-        .check_embedder("other/model", 64)
+        .check_embedder("other/model", 64, "hashing")
         .expect_err("mismatch");
     assert!(matches!(err, IndexError::ModelMismatch { .. }));
     assert!(err.to_string().contains("rebuild the index"));
@@ -397,7 +402,7 @@ fn foreign_graph_or_unknown_quantization_is_refused_at_open() {
 fn each_stage_runs_alone_and_composes_into_the_search() {
     use stillweb_index::search::fetch::Pages;
     use stillweb_index::search::rank::rank;
-    use stillweb_models::worker::EmbedWorker;
+    use stillweb_model_core::worker::EmbedWorker;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let embedder =

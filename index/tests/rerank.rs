@@ -9,8 +9,8 @@ use serde_json::json;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::search::{CHUNKS_PER_DOCUMENT, Mode, SearchParams};
 use stillweb_index::{BuildOptions, Hit, Retriever, SearchIndex, build_index};
-use stillweb_models::worker::RerankWorker;
-use stillweb_models::{ModelError, Reranker};
+use stillweb_model_core::worker::RerankWorker;
+use stillweb_model_core::{ModelError, Reranker};
 
 /// Scores a passage by how often it says "zebra"; remembers every passage it was shown.
 #[derive(Default, Clone)]

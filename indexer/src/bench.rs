@@ -98,7 +98,7 @@ pub struct GemmThroughput {
 /// The native int8 products on `rows` rows at each MiniLM shape, the rows split over `threads`
 /// threads; each rate is sustained over `seconds` after one warm-up call.
 pub fn gemm_throughput(rows: usize, threads: usize, seconds: f64) -> GemmThroughput {
-    use stillweb_models::native::gemm::{Kernel, QuantLinear, ROW_BLOCK};
+    use stillweb_native::gemm::{Kernel, QuantLinear, ROW_BLOCK};
     let kernel = Kernel::detect();
     let threads = threads.max(1);
     let per_thread = rows.div_ceil(threads).div_ceil(ROW_BLOCK) * ROW_BLOCK;

@@ -353,7 +353,7 @@ fn main() -> anyhow::Result<()> {
             let texts = bench::load_texts(&texts, limit)?;
             let mut embedder = model.load()?;
             let config = stillweb_models::ModelConfig::load(&model.dir())?;
-            let (tokenizer, _) = stillweb_models::embed::load_tokenizer(
+            let (tokenizer, _) = stillweb_models::tokens::load_tokenizer(
                 &config.tokenizer_path(),
                 config.max_tokens,
             )?;

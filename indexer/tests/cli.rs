@@ -415,26 +415,24 @@ fn cache_key(inputs: &[PathBuf]) -> String {
             out.push(path.to_path_buf());
         }
     }
-    // Code that only runs at query time cannot change a built index; leaving it out keeps the
-    // cache (a cold SciFact build embeds for ~15 minutes) across search-side changes. Everything
-    // else — including any new file — is in the key.
-    const QUERY_TIME_ONLY: &[&str] = &[
-        "index/src/search.rs",
-        "index/src/query.rs",
-        "index/src/fusion.rs",
-        "index/src/eval.rs",
-        "index/src/reader.rs",
-        "index/src/revector.rs",
-        "models/src/rerank",
-        "models/src/worker.rs",
-    ];
+    // `index/build-inputs.txt` names the code that shapes a built index (scripts/demo reads it
+    // too); query-time code is left out, which keeps the cache (a cold SciFact build embeds for
+    // ~15 minutes) across search-side changes.
+    let list =
+        std::fs::read_to_string(repo().join("index/build-inputs.txt")).expect("build inputs");
+    let lines: Vec<&str> = list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
     let mut files = Vec::new();
-    for dir in ["corpus/src", "index/src", "models/src", "indexer/src"] {
+    for dir in lines.iter().filter(|l| !l.starts_with('!')) {
         walk(&repo().join(dir), &mut files);
     }
     files.retain(|f| {
-        !QUERY_TIME_ONLY
+        !lines
             .iter()
+            .filter_map(|l| l.strip_prefix('!'))
             .any(|skip| f.starts_with(repo().join(skip)))
     });
     files.extend(inputs.iter().cloned());
@@ -547,7 +545,7 @@ fn bench_gemm_reports_every_minilm_shape() {
     // here).
     assert_eq!(
         report["kernel"].as_str().expect("kernel"),
-        format!("{:?}", stillweb_models::native::Kernel::detect())
+        format!("{:?}", stillweb_native::Kernel::detect())
     );
     // 100 rows over 2 threads: each thread's share rounded up to whole 32-row blocks.
     assert_eq!(report["rows"], 128);

@@ -8,6 +8,7 @@ use ndarray::Array2;
 use ort::session::{Session, SessionInputValue, SessionOutputs};
 use ort::value::Tensor;
 
+use crate::onnx;
 use crate::{ModelError, PaddingSide};
 
 /// One row before padding: token ids and, for pair encodings, segment (type) ids.
@@ -95,10 +96,10 @@ impl TokenBatch {
             };
             inputs.push((
                 Cow::Owned(name.clone()),
-                Tensor::from_array(array.clone())?.into(),
+                Tensor::from_array(array.clone()).map_err(onnx)?.into(),
             ));
         }
-        Ok(session.run(inputs)?)
+        session.run(inputs).map_err(onnx)
     }
 }
 

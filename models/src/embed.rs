@@ -9,10 +9,12 @@ use std::path::Path;
 
 use ndarray::{ArrayViewD, Axis, Ix2, Ix3};
 use ort::session::Session;
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 use crate::batch::{TokenBatch, TokenRow, input_names};
+use crate::onnx;
 use crate::runtime::{ExecutionProvider, open_session};
+use crate::tokens::{load_tokenizer, pool};
 use crate::{Embedder, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, normalize};
 
 /// Texts per model call unless the config says otherwise.
@@ -35,28 +37,6 @@ impl std::fmt::Debug for OnnxEmbedder {
             .field("model", &self.config.id)
             .finish()
     }
-}
-
-/// A tokenizer with explicit truncation to `max_tokens` and no padding of its own (whatever its
-/// tokenizer.json says: MiniLM's forces 128), plus the id it pads with.
-pub fn load_tokenizer(path: &Path, max_tokens: usize) -> Result<(Tokenizer, u32), ModelError> {
-    if !path.is_file() {
-        return Err(ModelError::Missing {
-            path: path.to_path_buf(),
-            hint: "run `models/fetch`".into(),
-        });
-    }
-    let mut tokenizer = Tokenizer::from_file(path)
-        .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
-    let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
-    tokenizer.with_padding(None);
-    tokenizer
-        .with_truncation(Some(TruncationParams {
-            max_length: max_tokens,
-            ..TruncationParams::default()
-        }))
-        .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-    Ok((tokenizer, pad_id))
 }
 
 impl OnnxEmbedder {
@@ -129,7 +109,7 @@ impl OnnxEmbedder {
         let (rows, cols) = (batch.rows(), batch.cols());
         let mask = &batch.mask;
         let outputs = batch.run(&mut self.session, &self.input_names)?;
-        let hidden: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>()?;
+        let hidden: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>().map_err(onnx)?;
         let dim = self.config.dimension;
         let mut vectors = Vec::with_capacity(rows);
         match hidden.ndim() {
@@ -175,30 +155,6 @@ impl OnnxEmbedder {
     }
 }
 
-/// One vector from a text's token states, in order (real tokens only): their mean, the last or
-/// the first. No tokens give a zero vector.
-pub(crate) fn pool<'a, R: IntoIterator<Item = &'a f32>>(
-    rows: impl Iterator<Item = R>,
-    hidden: usize,
-    pooling: Pooling,
-) -> Vec<f32> {
-    let mut pooled = vec![0f32; hidden];
-    let mut count = 0usize;
-    for row in rows {
-        match pooling {
-            Pooling::Mean => pooled.iter_mut().zip(row).for_each(|(s, x)| *s += x),
-            Pooling::LastToken => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
-            Pooling::Cls if count == 0 => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
-            Pooling::Cls => {}
-        }
-        count += 1;
-    }
-    if pooling == Pooling::Mean {
-        pooled.iter_mut().for_each(|s| *s /= count.max(1) as f32);
-    }
-    pooled
-}
-
 impl Embedder for OnnxEmbedder {
     fn model_id(&self) -> &str {
         &self.config.id
@@ -206,6 +162,10 @@ impl Embedder for OnnxEmbedder {
 
     fn dimension(&self) -> usize {
         self.config.dimension
+    }
+
+    fn engine(&self) -> &str {
+        "onnx"
     }
 
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -1,104 +1,30 @@
-//! The model boundary. Everything that runs a neural model sits behind two small synchronous
-//! traits, [`Embedder`] and [`Reranker`]; a [`worker::ModelWorker`] owns one implementation on its
-//! own thread behind a bounded channel, so callers never share an ONNX session.
+//! The ONNX Runtime engine and model loading: the embedders and rerankers stillweb runs on
+//! ONNX Runtime, and the functions that pick an engine for a model directory. The traits, config
+//! and workers live in `stillweb-model-core` (re-exported here); the native int8 engine in
+//! `stillweb-native`.
 //!
-//! - [`config`]: model config files (`model.toml`) and where fetched models live;
 //! - [`runtime`]: loading ONNX Runtime and choosing the execution provider, in one place;
 //! - [`batch`]: padding token rows into model inputs (either side, positions from the mask);
 //! - [`embed`]: the ONNX Runtime embedder (BERT-style mean pooling, Qwen3-style last-token pooling);
-//! - [`native`]: stillweb's own int8 BERT embedder (AMX where the CPU has it);
-//! - [`rerank`]: the BERT cross-encoder and Qwen3-Reranker;
-//! - [`fake`]: a hashing embedder for fast unit tests.
+//! - [`rerank`]: the BERT cross-encoder and Qwen3-Reranker.
 
 pub mod batch;
-pub mod config;
 pub mod embed;
-pub mod fake;
-pub mod native;
 pub mod rerank;
 pub mod runtime;
-pub mod worker;
 
-pub use config::{Engine, ModelConfig, ModelKind, PaddingSide, Pooling, models_dir};
 pub use embed::OnnxEmbedder;
-pub use native::NativeEmbedder;
-pub use rerank::{Reranker, load_reranker};
+pub use rerank::load_reranker;
 pub use runtime::ExecutionProvider;
+pub use stillweb_model_core::{
+    Embedder, Engine, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, Reranker, config,
+    dot, dot_le_bytes, embed_query, fake, models_dir, normalize, tokens, worker,
+};
+pub use stillweb_native::NativeEmbedder;
 
-/// Errors from loading or running a model.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    #[error("model file {path} is missing: {hint}")]
-    Missing {
-        path: std::path::PathBuf,
-        hint: String,
-    },
-    #[error("model config {path} is invalid: {message}")]
-    Config {
-        path: std::path::PathBuf,
-        message: String,
-    },
-    #[error(
-        "cannot load ONNX Runtime from {path}: {message}; run `models/fetch` or set ORT_DYLIB_PATH"
-    )]
-    Runtime {
-        path: std::path::PathBuf,
-        message: String,
-    },
-    #[error("ONNX Runtime: {0}")]
-    Onnx(String),
-    #[error("tokenizer: {0}")]
-    Tokenizer(String),
-    #[error("native engine: {0}")]
-    Native(String),
-    #[error("the model's output: {0}")]
-    Output(String),
-    #[error("the model worker has stopped")]
-    WorkerGone,
-}
-
-impl<R> From<ort::Error<R>> for ModelError {
-    fn from(e: ort::Error<R>) -> Self {
-        ModelError::Onnx(e.to_string())
-    }
-}
-
-/// Turns texts into unit vectors of a fixed dimension. Synchronous: implementations own their
-/// session and are driven by one thread.
-pub trait Embedder: Send {
-    /// Identifier recorded in index manifests (e.g. `sentence-transformers/all-MiniLM-L6-v2`).
-    fn model_id(&self) -> &str;
-    fn dimension(&self) -> usize;
-    /// Embeds search queries (with the model's query instruction, if it has one).
-    fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
-    /// Embeds passages to index.
-    fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
-}
-
-/// A boxed embedder is an embedder (what [`load_embedder`] returns plugs in anywhere).
-impl<E: Embedder + ?Sized> Embedder for Box<E> {
-    fn model_id(&self) -> &str {
-        (**self).model_id()
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-    fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        (**self).embed_queries(texts)
-    }
-    fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        (**self).embed_documents(texts)
-    }
-}
-
-/// The vector of one search query: the one function that embeds queries, wherever they are
-/// searched. One query per model call, so that a query's vector never depends on what else was
-/// embedded with it (the ONNX int8 graph quantises activations per call).
-pub fn embed_query(embedder: &mut dyn Embedder, text: &str) -> Result<Vec<f32>, ModelError> {
-    embedder
-        .embed_queries(&[text])?
-        .pop()
-        .ok_or_else(|| ModelError::Output("no vector for the query".into()))
+/// An ONNX Runtime error as a [`ModelError`].
+pub(crate) fn onnx<R>(e: ort::Error<R>) -> ModelError {
+    ModelError::Onnx(e.to_string())
 }
 
 /// Loads the embedder in `dir` with `engine`, or the one its `model.toml` names. The native
@@ -119,77 +45,4 @@ pub fn load_embedder(
         }
         _ => Box::new(OnnxEmbedder::load(dir, provider, threads)?),
     })
-}
-
-/// L2-normalises `v` in place (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
-/// Running sums kept apart in [`dot`]: one running sum is a chain of dependent additions the
-/// compiler may not reorder, so it cannot use SIMD registers (profiled at ~10% of a search's CPU
-/// at 1M chunks before this).
-const LANES: usize = 16;
-
-/// Dot product; for unit vectors, the cosine similarity. Deterministic: the same inputs always
-/// sum in the same order.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a_lanes, a_tail) = a[..n].as_chunks::<LANES>();
-    let (b_lanes, b_tail) = b[..n].as_chunks::<LANES>();
-    let mut sums = [0f32; LANES];
-    for (x, y) in a_lanes.iter().zip(b_lanes) {
-        for i in 0..LANES {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
-}
-
-/// [`dot`] of `a` with a vector stored as little-endian `f32` bytes (a memory-mapped row),
-/// read in place.
-pub fn dot_le_bytes(a: &[f32], b: &[u8]) -> f32 {
-    let n = a.len().min(b.len() / 4);
-    let (a_lanes, a_tail) = a[..n].as_chunks::<LANES>();
-    let (b_lanes, b_tail) = b[..4 * n].as_chunks::<{ 4 * LANES }>();
-    let f = |b: &[u8], i: usize| {
-        f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
-    };
-    let mut sums = [0f32; LANES];
-    for (x, y) in a_lanes.iter().zip(b_lanes) {
-        for i in 0..LANES {
-            sums[i] += x[i] * f(y, i);
-        }
-    }
-    let tail: f32 = a_tail
-        .iter()
-        .enumerate()
-        .map(|(i, x)| x * f(b_tail, i))
-        .sum();
-    sums.iter().sum::<f32>() + tail
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dot_matches_the_plain_sum_with_and_without_a_tail() {
-        for n in [0, 1, 15, 16, 17, 384, 390] {
-            let a: Vec<f32> = (0..n).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect();
-            let b: Vec<f32> = (0..n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 10.0).collect();
-            let plain: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(x * y)).sum();
-            let lanes = dot(&a, &b);
-            assert!(
-                (f64::from(lanes) - plain).abs() < 1e-4,
-                "{n}: {lanes} vs {plain}"
-            );
-            let bytes: Vec<u8> = b.iter().flat_map(|x| x.to_le_bytes()).collect();
-            assert_eq!(dot_le_bytes(&a, &bytes).to_bits(), lanes.to_bits(), "{n}");
-        }
-    }
 }

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 
+use crate::onnx;
 use crate::{ModelError, models_dir};
 
 /// Where a model runs. CUDA needs the ONNX Runtime library of the `onnxruntime-gpu` wheel
@@ -98,9 +99,12 @@ pub fn open_session(
         });
     }
     let env = environment()?;
-    let builder = Session::builder(env)?
-        .with_optimization_level(GraphOptimizationLevel::All)?
-        .with_intra_threads(threads.max(1))?;
+    let builder = Session::builder(env)
+        .map_err(onnx)?
+        .with_optimization_level(GraphOptimizationLevel::All)
+        .map_err(onnx)?
+        .with_intra_threads(threads.max(1))
+        .map_err(onnx)?;
     let mut builder = match provider {
         ExecutionProvider::Cpu => builder,
         ExecutionProvider::Cuda { device } => builder
@@ -115,7 +119,7 @@ pub fn open_session(
                 ))
             })?,
     };
-    let session = builder.commit_from_file(path)?;
+    let session = builder.commit_from_file(path).map_err(onnx)?;
     tracing::info!(model = %path.display(), %provider, threads, "model loaded");
     Ok(session)
 }

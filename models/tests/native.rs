@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use stillweb_models::config::{default_embedder_dir, models_dir};
-use stillweb_models::native::Kernel;
 use stillweb_models::{Embedder, ExecutionProvider, NativeEmbedder, OnnxEmbedder, dot};
+use stillweb_native::Kernel;
 
 fn native(threads: usize, kernel: Kernel) -> Option<NativeEmbedder> {
     let dir = default_embedder_dir();

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
 
 use super::fetch::Pages;
 use super::rank::{apply_rerank, rank, rerank_pool};
@@ -29,7 +29,7 @@ impl Retriever {
         reranker: Option<RerankWorker>,
     ) -> Result<Retriever, IndexError> {
         if let Some(e) = &embedder {
-            index.check_embedder(e.model_id(), e.dimension())?;
+            index.check_embedder(e.model_id(), e.dimension(), e.engine())?;
         }
         Ok(Retriever {
             index,

@@ -7,8 +7,9 @@ use tokenizers::{EncodeInput, Tokenizer};
 
 use super::{PairRunner, Reranker, sigmoid_of_difference};
 use crate::batch::TokenRow;
-use crate::embed::load_tokenizer;
+use crate::onnx;
 use crate::runtime::ExecutionProvider;
+use crate::tokens::load_tokenizer;
 use crate::{ModelConfig, ModelError, PaddingSide};
 
 pub struct CrossEncoder {
@@ -55,7 +56,7 @@ impl CrossEncoder {
     /// Raw logits for already-encoded rows (for tests against reference logits).
     pub fn logits(&mut self, rows: Vec<TokenRow>) -> Result<Vec<(f32, f32)>, ModelError> {
         self.runner.run(rows, |outputs, _| {
-            let logits: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>()?;
+            let logits: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>().map_err(onnx)?;
             match logits.shape() {
                 [_] => Ok(logits.iter().map(|&l| (0.0, l)).collect()),
                 [_, 1] => Ok(logits.iter().map(|&l| (0.0, l)).collect()),

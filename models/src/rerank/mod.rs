@@ -20,16 +20,7 @@ pub use qwen3::{ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, Qwen3Reranker, SYSTEM_PRE
 
 use crate::batch::{TokenBatch, TokenRow};
 use crate::runtime::ExecutionProvider;
-use crate::{ModelConfig, ModelError, ModelKind, PaddingSide};
-
-/// Scores passages against a query. Synchronous: implementations own their session and are
-/// driven by one thread (see [`crate::worker::RerankWorker`]).
-pub trait Reranker: Send {
-    /// Identifier for `/info` and evaluation reports.
-    fn model_id(&self) -> &str;
-    /// One relevance score in [0, 1] per passage (higher is more relevant), in input order.
-    fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError>;
-}
+use crate::{ModelConfig, ModelError, ModelKind, PaddingSide, Reranker};
 
 /// Loads the reranker described by `DIR/model.toml` (`kind = "cross-encoder"` or
 /// `"qwen3-reranker"`).

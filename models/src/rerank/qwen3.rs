@@ -13,8 +13,9 @@ use tokenizers::Tokenizer;
 
 use super::{PairRunner, Reranker, sigmoid_of_difference};
 use crate::batch::{TokenBatch, TokenRow};
-use crate::embed::load_tokenizer;
+use crate::onnx;
 use crate::runtime::ExecutionProvider;
+use crate::tokens::load_tokenizer;
 use crate::{ModelConfig, ModelError, PaddingSide};
 
 /// The system turn and the opening of the user turn.
@@ -142,7 +143,7 @@ fn last_token_logits(
     no: usize,
     yes: usize,
 ) -> Result<Vec<(f32, f32)>, ModelError> {
-    let logits: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>()?;
+    let logits: ArrayViewD<'_, f32> = outputs[0].try_extract_array::<f32>().map_err(onnx)?;
     let logits = logits.into_dimensionality::<Ix3>().map_err(|e| {
         ModelError::Onnx(format!(
             "reranker output should be [batch, tokens, 2 or vocab]: {e}"

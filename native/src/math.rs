@@ -1,7 +1,7 @@
 //! The float parts of a BERT layer besides attention: layer norm, GELU and exp, written as
 //! branch-free loops over slices with explicit lanes so the compiler vectorises them and every
 //! sum runs in a fixed order (the same inputs give the same bits on every machine). The kernels
-//! are called through [`super::cpu`], which runs them compiled for the widest vectors the CPU
+//! are called through [`crate::kernels`], which runs them compiled for the widest vectors the CPU
 //! has, so they and everything they call are `#[inline(always)]`. Products that accumulate use
 //! `mul_add` (one rounding, the same in hardware and in libm's software fallback).
 

@@ -1,14 +1,14 @@
 //! A BERT encoder (MiniLM's shape and any other post-norm BERT) read from the published
-//! safetensors weights, run with int8 linear layers ([`super::gemm`]) and f32 everything else.
+//! safetensors weights, run with int8 linear layers ([`crate::gemm`]) and f32 everything else.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use super::attention::{AttentionScratch, HEAD_SIZES};
-use super::cpu::{attention, gelu, layer_norm};
-use super::gemm::{Kernel, QuantLinear, Scratch};
-use crate::ModelError;
+use crate::attention::{AttentionScratch, HEAD_SIZES};
+use crate::gemm::{Kernel, QuantLinear, Scratch};
+use crate::kernels::{attention, gelu, layer_norm};
+use stillweb_model_core::ModelError;
 
 /// The fields of Hugging Face's `config.json` the encoder needs.
 #[derive(Debug, Deserialize)]

@@ -43,6 +43,10 @@ impl Embedder for HashingEmbedder {
         self.dimension
     }
 
+    fn engine(&self) -> &str {
+        "hashing"
+    }
+
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         Ok(texts.iter().map(|t| self.embed(t)).collect())
     }

@@ -8,8 +8,8 @@
 //! 16-bit multiply-adds, else a portable loop; the results are identical bit for bit, so an index
 //! built on one machine is queried alike on another.
 
-use super::cpu;
-use super::math::{LANES, rounded_int};
+use crate::int8::quantize_row;
+use crate::kernels;
 
 /// Which int8 product kernel runs. All give identical results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,11 +38,11 @@ impl Kernel {
     pub fn detect() -> Kernel {
         if Kernel::forced_portable() {
             Kernel::Portable
-        } else if cpu::amx_available() {
+        } else if kernels::amx_available() {
             Kernel::Amx
-        } else if cpu::vnni_available() {
+        } else if kernels::vnni_available() {
             Kernel::Vnni
-        } else if cpu::avx2_available() {
+        } else if kernels::avx2_available() {
             Kernel::Avx2
         } else {
             Kernel::Portable
@@ -71,12 +71,12 @@ pub struct QuantLinear {
 /// The int8 weights, laid out for their kernel.
 #[derive(Debug)]
 enum Weights {
-    /// [`Kernel::Amx`]: the tile layout of [`cpu::amx_matmul`].
+    /// [`Kernel::Amx`]: the tile layout of [`kernels::amx_matmul`].
     Tiles(Vec<i8>),
     /// [`Kernel::Vnni`]: the same layout, with each output's weight sum (what `vpdpbusd`'s
     /// unsigned inputs need).
     VnniTiles { tiles: Vec<i8>, sums: Vec<i32> },
-    /// [`Kernel::Avx2`]: the pair layout of [`cpu::avx2_matmul`], widened to i16.
+    /// [`Kernel::Avx2`]: the pair layout of [`kernels::avx2_matmul`], widened to i16.
     Pairs(Vec<i16>),
     /// [`Kernel::Portable`]: row-major `[outputs × inputs]`.
     Rows(Vec<i8>),
@@ -159,16 +159,16 @@ impl QuantLinear {
         assert!(a.len() >= padded * self.inputs && sums.len() >= padded * self.outputs);
         match &self.weights {
             Weights::Tiles(tiles) => {
-                cpu::amx_matmul(a, tiles, sums, padded, self.inputs, self.outputs);
+                kernels::amx_matmul(a, tiles, sums, padded, self.inputs, self.outputs);
             }
             Weights::VnniTiles {
                 tiles,
                 sums: w_sums,
             } => {
-                cpu::vnni_matmul(a, tiles, w_sums, self.inputs, rows, sums);
+                kernels::vnni_matmul(a, tiles, w_sums, self.inputs, rows, sums);
             }
-            Weights::Pairs(pairs) => cpu::avx2_matmul(a, pairs, self.inputs, rows, sums),
-            Weights::Rows(w) => cpu::portable_matmul(a, w, self.inputs, rows, sums),
+            Weights::Pairs(pairs) => kernels::avx2_matmul(a, pairs, self.inputs, rows, sums),
+            Weights::Rows(w) => kernels::portable_matmul(a, w, self.inputs, rows, sums),
         }
     }
 
@@ -191,7 +191,7 @@ impl QuantLinear {
         // Every real row is overwritten below; only the padding rows must be zero.
         scratch.quantized.resize(padded * self.inputs, 0);
         scratch.quantized[rows * self.inputs..].fill(0);
-        cpu::quantize_rows(
+        kernels::quantize_rows(
             x,
             self.inputs,
             &mut scratch.quantized,
@@ -199,7 +199,7 @@ impl QuantLinear {
         );
         scratch.sums.resize(padded * self.outputs, 0);
         self.products(&scratch.quantized, rows, &mut scratch.sums);
-        cpu::dequantize(
+        kernels::dequantize(
             &scratch.sums,
             &scratch.row_scales,
             &self.scales,
@@ -207,69 +207,6 @@ impl QuantLinear {
             y,
         );
     }
-}
-
-/// Quantises each row of `x` (`width` values) into `q`, appending its scale to `scales`.
-#[inline(always)]
-pub fn quantize_rows(x: &[f32], width: usize, q: &mut [i8], scales: &mut Vec<f32>) {
-    scales.clear();
-    for (row, q) in x.chunks(width).zip(q.chunks_mut(width)) {
-        scales.push(quantize_row(row, q));
-    }
-}
-
-/// `y[r][o] = sums[r][o] · row_scales[r] · scales[o] + bias[o]`, for the rows of `y`.
-#[inline(always)]
-pub fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) {
-    let width = bias.len();
-    for ((out, sums), &row_scale) in y.chunks_mut(width).zip(sums.chunks(width)).zip(row_scales) {
-        for (((out, &s), &scale), &b) in out.iter_mut().zip(sums).zip(scales).zip(bias) {
-            *out = s as f32 * (row_scale * scale) + b;
-        }
-    }
-}
-
-/// The portable kernel: `sums[r][o] = a[r] · weights[o]` for the first `rows` rows, weights
-/// row-major `[outputs × inputs]`.
-#[inline(always)]
-pub fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) {
-    let outputs = weights.len() / inputs;
-    for (a_row, out) in a.chunks(inputs).zip(sums.chunks_mut(outputs)).take(rows) {
-        for (w_row, s) in weights.chunks(inputs).zip(out.iter_mut()) {
-            *s = dot_i8(a_row, w_row);
-        }
-    }
-}
-
-/// Symmetric int8 quantisation of one row: `q = round(x / scale)` with `scale = max|x| / 127`;
-/// returns the scale (0 for an all-zero row).
-#[inline(always)]
-fn quantize_row(x: &[f32], q: &mut [i8]) -> f32 {
-    let (lanes, tail) = x.as_chunks::<LANES>();
-    let mut maxima = [0f32; LANES];
-    for chunk in lanes {
-        for i in 0..LANES {
-            maxima[i] = maxima[i].max(chunk[i].abs());
-        }
-    }
-    let max = tail.iter().chain(&maxima).fold(0f32, |m, v| m.max(v.abs()));
-    if max == 0.0 {
-        q.fill(0);
-        return 0.0;
-    }
-    let inverse = 127.0 / max;
-    for (q, v) in q.iter_mut().zip(x) {
-        *q = rounded_int(v * inverse) as i8;
-    }
-    max / 127.0
-}
-
-#[inline(always)]
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum()
 }
 
 /// Row-major `[outputs × inputs]` int8 into AMX's B layout: for each block of 16 outputs, for each
@@ -289,7 +226,7 @@ fn pack_tiles(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i8> {
     packed
 }
 
-/// Row-major `[outputs × inputs]` int8 into [`cpu::avx2_matmul`]'s layout, widened to i16: for
+/// Row-major `[outputs × inputs]` int8 into [`kernels::avx2_matmul`]'s layout, widened to i16: for
 /// each block of 16 outputs, for each pair of inputs (2j, 2j + 1), the 16 outputs' two weights
 /// side by side (one 32-bit lane of `vpmaddwd` per output).
 fn pack_pairs(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i16> {
@@ -308,6 +245,7 @@ fn pack_pairs(rows: &[i8], inputs: usize, outputs: usize) -> Vec<i16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::rounded_int;
 
     fn values(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed;
@@ -352,9 +290,9 @@ mod tests {
         }
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         for (kernel, available) in [
-            (Kernel::Amx, cpu::amx_available()),
-            (Kernel::Vnni, cpu::vnni_available()),
-            (Kernel::Avx2, cpu::avx2_available()),
+            (Kernel::Amx, kernels::amx_available()),
+            (Kernel::Vnni, kernels::vnni_available()),
+            (Kernel::Avx2, kernels::avx2_available()),
         ] {
             if !available {
                 eprintln!("skipping the {kernel:?} comparison: this CPU (or kernel) lacks it");
@@ -372,7 +310,7 @@ mod tests {
         // 7 blocks of 16 outputs: two whole groups of three and one left over; 13 rows: one
         // whole group of 8 and a padded one.
         let (inputs, outputs, rows) = (384, 112, 13);
-        if !cpu::vnni_available() {
+        if !kernels::vnni_available() {
             eprintln!("SKIPPED: this CPU has no AVX-512 VNNI");
             return;
         }
@@ -387,9 +325,9 @@ mod tests {
             .map(|r| r.iter().map(|&x| i32::from(x)).sum())
             .collect();
         let (mut plain, mut fast) = (vec![0i32; 16 * outputs], vec![0i32; 16 * outputs]);
-        cpu::portable_matmul(&a, &w, inputs, rows, &mut plain);
+        kernels::portable_matmul(&a, &w, inputs, rows, &mut plain);
         let tiles = pack_tiles(&w, inputs, outputs);
-        cpu::vnni_matmul(&a, &tiles, &weight_sums, inputs, rows, &mut fast);
+        kernels::vnni_matmul(&a, &tiles, &weight_sums, inputs, rows, &mut fast);
         assert_eq!(plain[..rows * outputs], fast[..rows * outputs]);
     }
 

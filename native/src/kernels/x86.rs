@@ -1,6 +1,7 @@
-//! The one place in stillweb with `unsafe`: what depends on the CPU's instruction set.
+//! The x86-64 kernels, the one place in stillweb with `unsafe`: what depends on the CPU's
+//! instruction set.
 //!
-//! - [`amx_matmul`]: Intel AMX tile instructions for the int8 products of [`super::gemm`]. AMX
+//! - [`amx_matmul`]: Intel AMX tile instructions for the int8 products of [`crate::gemm`]. AMX
 //!   multiplies 16 × 64 int8 tiles in one instruction (measured here at ~1.2–1.7 int8 TOP/s per
 //!   core on MiniLM's shapes, against ~0.15 TFLOP/s fp32); the tile registers have no
 //!   intrinsics on stable Rust, so the instructions are written as inline assembly. Safety rests
@@ -21,8 +22,10 @@ use std::arch::asm;
 use std::sync::OnceLock;
 
 /// Linux `arch_prctl` request for permission to use an extended state component.
+#[cfg(target_os = "linux")]
 const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
 /// The AMX tile data state component.
+#[cfg(target_os = "linux")]
 const XFEATURE_XTILEDATA: libc::c_long = 18;
 
 /// True when AMX int8 can run in this process; asks Linux for the tile state once.
@@ -32,16 +35,27 @@ pub fn amx_available() -> bool {
         // CPUID leaf 7: EDX bit 24 is AMX-TILE, bit 25 AMX-INT8.
         let leaf = std::arch::x86_64::__cpuid_count(7, 0);
         let cpu = leaf.edx & (1 << 24) != 0 && leaf.edx & (1 << 25) != 0;
-        // SAFETY: a plain system call with integer arguments; it only changes this process's
-        // permission to use the tile state and reports failure as a non-zero result.
-        cpu && unsafe {
-            libc::syscall(
-                libc::SYS_arch_prctl,
-                ARCH_REQ_XCOMP_PERM,
-                XFEATURE_XTILEDATA,
-            ) == 0
-        }
+        cpu && tile_permission()
     })
+}
+
+/// Asks Linux for the AMX tile state (other systems: no AMX).
+#[cfg(target_os = "linux")]
+fn tile_permission() -> bool {
+    // SAFETY: a plain system call with integer arguments; it only changes this process's
+    // permission to use the tile state and reports failure as a non-zero result.
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn tile_permission() -> bool {
+    false
 }
 
 /// Palette 1 with tiles 0–7 at their full 16 rows × 64 bytes.
@@ -61,7 +75,7 @@ const FULL_TILES: TileConfig = {
 };
 
 /// `out[m × n] = a[m × k] · b` in exact i32 arithmetic, where `a` is row-major int8 and `b` is
-/// the weight matrix packed by [`super::gemm::PackedWeights`]: for each block of 16 output
+/// the weight matrix packed by [`crate::gemm::PackedWeights`]: for each block of 16 output
 /// columns, for each block of 64 inputs, 16 rows of 16 columns × 4 consecutive inputs. `m` and
 /// `n` are multiples of 32, `k` of 64.
 pub fn amx_matmul(a: &[i8], b: &[i8], out: &mut [i32], m: usize, k: usize, n: usize) {
@@ -186,18 +200,18 @@ macro_rules! dispatched {
 }
 
 dispatched! {
-    /// [`super::math::layer_norm`].
-    fn layer_norm(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) => super::math::layer_norm;
-    /// [`super::math::gelu`].
-    fn gelu(x: &mut [f32]) => super::math::gelu;
-    /// [`super::attention::attention`].
-    fn attention(qkv: &[f32], len: usize, heads: usize, out: &mut [f32], scratch: &mut super::attention::AttentionScratch) => super::attention::attention;
-    /// [`super::gemm::quantize_rows`].
-    fn quantize_rows(x: &[f32], width: usize, q: &mut [i8], scales: &mut Vec<f32>) => super::gemm::quantize_rows;
-    /// [`super::gemm::dequantize`].
-    fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) => super::gemm::dequantize;
-    /// [`super::gemm::portable_matmul`].
-    fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) => super::gemm::portable_matmul;
+    /// [`crate::math::layer_norm`].
+    fn layer_norm(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) => crate::math::layer_norm;
+    /// [`crate::math::gelu`].
+    fn gelu(x: &mut [f32]) => crate::math::gelu;
+    /// [`crate::attention::attention`].
+    fn attention(qkv: &[f32], len: usize, heads: usize, out: &mut [f32], scratch: &mut crate::attention::AttentionScratch) => crate::attention::attention;
+    /// [`crate::int8::quantize_rows`].
+    fn quantize_rows(x: &[f32], width: usize, q: &mut [i8], scales: &mut Vec<f32>) => crate::int8::quantize_rows;
+    /// [`crate::int8::dequantize`].
+    fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) => crate::int8::dequantize;
+    /// [`crate::int8::portable_matmul`].
+    fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) => crate::int8::portable_matmul;
 }
 
 /// True when the CPU runs AVX2 ([`avx2_matmul`]).
@@ -221,7 +235,7 @@ const AVX2_ROWS: usize = 4;
 
 /// `sums[r][o] = Σᵢ a[r][i] · w[o][i]`, exact, for the first `rows` rows rounded up to 4 (`a`
 /// holds them, zero past the real rows, and `sums` has room). `pairs` is the weight matrix as
-/// packed by [`super::gemm`]: for each block of 16 outputs, for each pair of inputs, the 16
+/// packed by [`crate::gemm`]: for each block of 16 outputs, for each pair of inputs, the 16
 /// outputs' two weights as i16. Each `vpmaddwd` adds one pair of inputs' products into 8 i32
 /// lanes (16 multiply-adds); |Σ| ≤ inputs · 127² fits i32 for any real layer.
 pub fn avx2_matmul(a: &[i8], pairs: &[i16], inputs: usize, rows: usize, sums: &mut [i32]) {

@@ -3,10 +3,10 @@
 //! The sixteen lanes of a vector hold sixteen queries, not sixteen keys: each query's scores
 //! then run down a column, so the softmax's maximum and sum are plain vector operations over
 //! the keys (no sums across lanes, no partial vectors at a row's end), and one division serves
-//! sixteen queries. Like [`super::math`], the code is branch-free loops over lanes, compiled by
-//! [`super::cpu`] for the widest vectors the CPU has, with the same results on each.
+//! sixteen queries. Like [`crate::math`], the code is branch-free loops over lanes, compiled by
+//! [`crate::kernels`] for the widest vectors the CPU has, with the same results on each.
 
-use super::math::{LANES, exp};
+use crate::math::{LANES, exp};
 
 /// Head sizes [`attention`] runs (MiniLM and BERT-base); checked when a model loads.
 pub const HEAD_SIZES: [usize; 2] = [32, 64];

@@ -6,8 +6,7 @@
 
 use std::sync::{Arc, Mutex, mpsc};
 
-use crate::rerank::Reranker;
-use crate::{Embedder, ModelError};
+use crate::{Embedder, ModelError, Reranker};
 
 type Job<M> = Box<dyn FnOnce(&mut M) + Send>;
 
@@ -83,6 +82,7 @@ pub struct EmbedWorker {
     worker: ModelWorker<dyn Embedder>,
     model_id: String,
     dimension: usize,
+    engine: String,
 }
 
 impl EmbedWorker {
@@ -102,10 +102,12 @@ impl EmbedWorker {
         assert!(!embedders.is_empty(), "an embed worker needs a model");
         let model_id = embedders[0].model_id().to_string();
         let dimension = embedders[0].dimension();
+        let engine = embedders[0].engine().to_string();
         Ok(EmbedWorker {
             worker: ModelWorker::spawn_copies(embedders, name, queue)?,
             model_id,
             dimension,
+            engine,
         })
     }
 
@@ -115,6 +117,10 @@ impl EmbedWorker {
 
     pub fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    pub fn engine(&self) -> &str {
+        &self.engine
     }
 
     /// One search query's vector ([`crate::embed_query`] on the worker's thread).

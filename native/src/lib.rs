@@ -2,17 +2,19 @@
 //! every weight product in int8 (AMX tiles, AVX-512 VNNI or AVX2, whichever the CPU has) and
 //! activations quantised per token, so a text's vector never depends on what shares its batch.
 //!
-//! - [`cpu`]: the AMX, VNNI and AVX2 product kernels and AVX-512 dispatch (the only `unsafe` in
-//!   stillweb);
-//! - [`gemm`]: int8 linear layers and the portable kernel that gives the same sums;
+//! - [`kernels`]: what depends on the CPU — on x86-64 the AMX, VNNI and AVX2 product kernels and
+//!   AVX-512 dispatch (the only `unsafe` in stillweb), elsewhere the portable bodies;
+//! - [`int8`]: per-row quantisation and the portable product every kernel must equal;
+//! - [`gemm`]: int8 linear layers over whichever kernel this CPU runs;
 //! - [`math`]: layer norm, GELU and exp in f32;
 //! - [`attention`]: self-attention in f32, sixteen queries to a vector;
 //! - [`bert`]: the encoder, read from the published safetensors weights.
 
 mod attention;
 pub mod bert;
-mod cpu;
 pub mod gemm;
+mod int8;
+mod kernels;
 mod math;
 
 use std::path::Path;
@@ -20,10 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokenizers::Tokenizer;
 
-use crate::embed::{load_tokenizer, pool};
-use crate::{Embedder, ModelConfig, ModelError, ModelKind, Pooling, normalize};
 use bert::{Bert, Workspace};
 pub use gemm::Kernel;
+use stillweb_model_core::tokens::{load_tokenizer, pool};
+use stillweb_model_core::{Embedder, ModelConfig, ModelError, ModelKind, Pooling, normalize};
 
 /// Tokens per forward call: what measured fastest (256, 1,024 and 2,048 were slower); the
 /// linear layers then work through a call's rows in passes that fit in L2.
@@ -205,6 +207,10 @@ impl Embedder for NativeEmbedder {
 
     fn dimension(&self) -> usize {
         self.config.dimension
+    }
+
+    fn engine(&self) -> &str {
+        "native-int8"
     }
 
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {

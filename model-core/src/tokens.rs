@@ -1,0 +1,53 @@
+//! Text into tokens and token states into one vector, the same for every engine.
+
+use std::path::Path;
+
+use tokenizers::{Tokenizer, TruncationParams};
+
+use crate::{ModelError, Pooling};
+
+/// A tokenizer with explicit truncation to `max_tokens` and no padding of its own (whatever its
+/// tokenizer.json says: MiniLM's forces 128), plus the id it pads with.
+pub fn load_tokenizer(path: &Path, max_tokens: usize) -> Result<(Tokenizer, u32), ModelError> {
+    if !path.is_file() {
+        return Err(ModelError::Missing {
+            path: path.to_path_buf(),
+            hint: "run `models/fetch`".into(),
+        });
+    }
+    let mut tokenizer = Tokenizer::from_file(path)
+        .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
+    let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            ..TruncationParams::default()
+        }))
+        .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
+    Ok((tokenizer, pad_id))
+}
+
+/// One vector from a text's token states, in order (real tokens only): their mean, the last or
+/// the first. No tokens give a zero vector.
+pub fn pool<'a, R: IntoIterator<Item = &'a f32>>(
+    rows: impl Iterator<Item = R>,
+    hidden: usize,
+    pooling: Pooling,
+) -> Vec<f32> {
+    let mut pooled = vec![0f32; hidden];
+    let mut count = 0usize;
+    for row in rows {
+        match pooling {
+            Pooling::Mean => pooled.iter_mut().zip(row).for_each(|(s, x)| *s += x),
+            Pooling::LastToken => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
+            Pooling::Cls if count == 0 => pooled.iter_mut().zip(row).for_each(|(s, x)| *s = *x),
+            Pooling::Cls => {}
+        }
+        count += 1;
+    }
+    if pooling == Pooling::Mean {
+        pooled.iter_mut().for_each(|s| *s /= count.max(1) as f32);
+    }
+    pooled
+}
