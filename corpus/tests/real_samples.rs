@@ -5,20 +5,7 @@ use std::path::PathBuf;
 use stillweb_corpus::SourceFormat;
 use stillweb_corpus::ingest::{self, Item, SourceContext};
 
-fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("STILLWEB_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: shared data folder {} not found (set STILLWEB_SHARED_DATA)",
-            dir.display()
-        );
-        None
-    }
-}
+use stillweb_test_support::shared_data;
 
 struct Counts {
     docs: Vec<stillweb_corpus::Document>,

@@ -4,41 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("STILLWEB_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: shared data folder {} not found (set STILLWEB_SHARED_DATA)",
-            dir.display()
-        );
-        None
-    }
-}
+use stillweb_test_support::{fetched, repo, shared_data};
 
 /// Whether `models/fetch` has run; in CI its absence is a failure, not a skip.
 fn models_fetched() -> bool {
     let dir = stillweb_models::config::default_embedder_dir();
-    if dir.join("model.toml").is_file() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run must run models/fetch",
-        dir.display()
-    );
-    eprintln!(
-        "SKIPPED: no embedder at {}; run models/fetch",
-        dir.display()
-    );
-    false
+    fetched(&dir.join("model.toml"), "models/fetch")
 }
 
 fn indexer(args: &[&str]) -> Output {
@@ -366,10 +337,7 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
         assert_eq!(reranked["params"]["rerank_pool"], 10);
         assert_eq!(reranked["gold@10"], scores["gold@10"]);
     } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "models/make-fixtures did not run"
-        );
+        stillweb_test_support::skip("the Qwen3 fixture is missing; run models/make-fixtures");
     }
 
     // Another document representation, from the stored chunk vectors.

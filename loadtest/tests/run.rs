@@ -8,30 +8,12 @@ use std::sync::OnceLock;
 use clap::Parser;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// A server on the samples index, started once per test binary on 127.0.0.1:0; its base URL.
 fn server() -> Option<&'static str> {
-    static SERVER: OnceLock<Option<(tempfile::TempDir, String)>> = OnceLock::new();
+    static SERVER: OnceLock<Option<String>> = OnceLock::new();
     SERVER
         .get_or_init(|| {
-            let shared = std::env::var_os("STILLWEB_SHARED_DATA")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("../shared/data"));
-            if !shared.is_dir() {
-                eprintln!("SKIPPED: shared data folder {} not found", shared.display());
-                return None;
-            }
-            let dir = tempfile::tempdir().expect("tempdir");
-            let index = dir.path().join("samples");
-            let corpus = stillweb_corpus::manifest::CorpusManifest::load(
-                &repo().join("corpus-manifests/samples.toml"),
-            )
-            .expect("manifest");
-            stillweb_index::build_index(&corpus, &index, &stillweb_index::BuildOptions::default())
-                .expect("build");
+            let index = stillweb_test_support::samples_index()?;
             let config = stillweb_server::Args::parse_from([
                 "stillweb-server",
                 "--index",
@@ -47,15 +29,12 @@ fn server() -> Option<&'static str> {
                 runtime.block_on(async move {
                     listener.set_nonblocking(true).expect("nonblocking");
                     let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    axum::serve(listener, stillweb_server::app(state))
-                        .await
-                        .expect("serve");
+                    stillweb_server::serve(listener, state, std::future::pending()).await;
                 });
             });
-            Some((dir, url))
+            Some(url)
         })
-        .as_ref()
-        .map(|(_, url)| url.as_str())
+        .as_deref()
 }
 
 /// Agent-style queries about the samples.

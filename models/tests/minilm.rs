@@ -5,14 +5,7 @@ use stillweb_models::{Embedder, ExecutionProvider, OnnxEmbedder, dot};
 
 fn embedder() -> Option<OnnxEmbedder> {
     let dir = default_embedder_dir();
-    if !dir.join("model.toml").is_file() {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "{} is missing: .ci/run must run models/fetch first",
-                dir.display()
-            );
-        }
-        eprintln!("SKIPPED: no model at {}; run models/fetch", dir.display());
+    if !stillweb_test_support::fetched(&dir.join("model.toml"), "models/fetch") {
         return None;
     }
     Some(OnnxEmbedder::load(&dir, ExecutionProvider::Cpu, 2).expect("load MiniLM"))

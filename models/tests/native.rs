@@ -9,14 +9,7 @@ use stillweb_native::Kernel;
 
 fn native(threads: usize, kernel: Kernel) -> Option<NativeEmbedder> {
     let dir = default_embedder_dir();
-    if !dir.join("model.safetensors").is_file() {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "{} has no weights: .ci/run must run models/fetch first",
-                dir.display()
-            );
-        }
-        eprintln!("SKIPPED: no weights in {}; run models/fetch", dir.display());
+    if !stillweb_test_support::fetched(&dir.join("model.safetensors"), "models/fetch") {
         return None;
     }
     Some(NativeEmbedder::load_with(&dir, threads, kernel).expect("load the native MiniLM"))
@@ -126,11 +119,7 @@ fn kernels_threads_and_batching_give_identical_vectors() {
 /// config.json (the weights linked, not copied); None where models/fetch has not run.
 fn edited_copy(edit: impl Fn(&str, &str) -> String) -> Option<tempfile::TempDir> {
     let source = default_embedder_dir();
-    if !source.join("model.safetensors").is_file() {
-        eprintln!(
-            "SKIPPED: no weights in {}; run models/fetch",
-            source.display()
-        );
+    if !stillweb_test_support::fetched(&source.join("model.safetensors"), "models/fetch") {
         return None;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -236,8 +225,7 @@ fn a_tokenizer_that_does_not_belong_to_the_weights_is_named() {
     let Some(dir) = edited_copy(|_, text| text.to_string()) else {
         return;
     };
-    if !qwen.is_file() {
-        eprintln!("SKIPPED: no {}; run models/fetch", qwen.display());
+    if !stillweb_test_support::fetched(&qwen, "models/fetch") {
         return;
     }
     std::fs::copy(&qwen, dir.path().join("tokenizer.json")).expect("tokenizer");

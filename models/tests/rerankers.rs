@@ -15,20 +15,11 @@ use stillweb_models::{
 
 fn fixture(name: &str) -> Option<PathBuf> {
     let dir = fixtures_dir().join(name);
-    if dir.join("model.toml").is_file() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "{} is missing: .ci/run must run models/make-fixtures first",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED: no fixture at {}; run models/fetch && models/make-fixtures",
-        dir.display()
-    );
-    None
+    stillweb_test_support::fetched(
+        &dir.join("model.toml"),
+        "models/fetch && models/make-fixtures",
+    )
+    .then_some(dir)
 }
 
 fn qwen(dir: &Path, side: PaddingSide, batch_size: usize) -> Qwen3Reranker {

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use stillweb_server::{AppState, app};
-use support::{KillOnDrop, call, call_with, code, samples_index, spawn_server, state};
+use support::{agent, call, call_with, code, samples_index, spawn_server, state};
 use tower::ServiceExt;
 
 #[tokio::test]
@@ -178,12 +178,9 @@ async fn identical_searches_are_byte_identical() {
 #[test]
 fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     let Some(index) = samples_index() else { return };
-    let (child, base) = spawn_server(index, &[]);
-    let mut server = KillOnDrop(child);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let mut server = spawn_server(index, &[]);
+    let base = server.url.clone();
+    let agent = agent();
     let mut ready = agent.get(&format!("{base}/readyz")).call().expect("readyz");
     assert_eq!(ready.status(), 200);
     assert!(ready.body_mut().read_json::<Value>().expect("json")["index"].is_string());
@@ -223,11 +220,11 @@ fn real_server_on_loopback_serves_and_shuts_down_gracefully() {
     );
 
     let status = Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
+        .args(["-TERM", &server.child.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    let exit = server.0.wait().expect("wait");
+    let exit = server.child.wait().expect("wait");
     assert!(exit.success(), "server exited with {exit}");
 }
 
@@ -256,16 +253,7 @@ fn server_refuses_a_missing_index_with_a_clear_message() {
 /// The random-weight Qwen3 reranker fixture, if `models/make-fixtures` has built it.
 fn qwen3_fixture() -> Option<PathBuf> {
     let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
-    if dir.join("model.toml").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run must run models/make-fixtures",
-        dir.display()
-    );
-    eprintln!("SKIPPED: no reranker fixture at {}", dir.display());
-    None
+    support::fetched(&dir.join("model.toml"), "models/make-fixtures").then_some(dir)
 }
 
 #[tokio::test]
@@ -308,7 +296,7 @@ fn real_server_reranks_with_the_qwen3_fixture() {
     let Some(fixture) = qwen3_fixture() else {
         return;
     };
-    let (child, base) = spawn_server(
+    let mut server = spawn_server(
         index,
         &[
             "--reranker",
@@ -317,11 +305,8 @@ fn real_server_reranks_with_the_qwen3_fixture() {
             "12",
         ],
     );
-    let mut server = KillOnDrop(child);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let base = server.url.clone();
+    let agent = agent();
     let search = |body: Value| -> (u16, Value) {
         let mut response = agent
             .post(&format!("{base}/v1/search"))
@@ -369,19 +354,18 @@ fn real_server_reranks_with_the_qwen3_fixture() {
     );
 
     let status = Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
+        .args(["-TERM", &server.child.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    assert!(server.0.wait().expect("wait").success());
+    assert!(server.child.wait().expect("wait").success());
 }
 
 #[test]
 fn server_refuses_a_reranker_that_is_not_one() {
     let Some(index) = samples_index() else { return };
     let embedder = stillweb_models::config::default_embedder_dir();
-    if !embedder.join("model.toml").is_file() {
-        eprintln!("SKIPPED: no embedder at {}", embedder.display());
+    if !support::fetched(&embedder.join("model.toml"), "models/fetch") {
         return;
     }
     let output = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
@@ -801,7 +785,7 @@ fn overload_is_refused_with_429_and_the_server_recovers() {
         return;
     };
     // A slow search: the reranker over a 100-chunk pool, one at a time.
-    let (child, base) = spawn_server(
+    let _server = spawn_server(
         index,
         &[
             "--reranker",
@@ -814,16 +798,13 @@ fn overload_is_refused_with_429_and_the_server_recovers() {
             "0",
         ],
     );
-    let _server = KillOnDrop(child);
+    let base = _server.url.clone();
     let statuses: Vec<(u16, Option<String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..24)
             .map(|i| {
                 let base = base.clone();
                 scope.spawn(move || {
-                    let agent: ureq::Agent = ureq::Agent::config_builder()
-                        .http_status_as_error(false)
-                        .build()
-                        .into();
+                    let agent = agent();
                     let response = agent
                         .post(&format!("{base}/v1/search"))
                         .send_json(
@@ -855,10 +836,7 @@ fn overload_is_refused_with_429_and_the_server_recovers() {
             .filter(|(s, _)| *s == 429)
             .all(|(_, retry)| retry.as_deref() == Some("1"))
     );
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = agent();
     let mut after = agent
         .post(&format!("{base}/v1/search"))
         .send_json(json!({"query": "Anarchism", "k": 3, "rerank": false}))

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
-use support::{KillOnDrop, call, call_with, code, samples_index, send, spawn_server, state};
+use support::{agent, call, call_with, code, samples_index, send, spawn_server, state};
 
 const ANARCHISM: &str = "https://en.wikipedia.org/wiki/Anarchism";
 
@@ -555,7 +555,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
     let Some(index) = samples_index() else { return };
-    let (child, base) = spawn_server(
+    let mut server = spawn_server(
         index,
         &[
             "--max-in-flight",
@@ -570,8 +570,8 @@ fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
             "2097152",
         ],
     );
-    let pid = child.id();
-    let mut server = KillOnDrop(child);
+    let pid = server.child.id();
+    let base = server.url.clone();
     let address = base.trim_start_matches("http://").to_string();
     // Twenty connections send their headers and half a body, then stall.
     let stalled: Vec<TcpStream> = (0..20)
@@ -594,10 +594,7 @@ fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = agent();
     for _ in 0..8 {
         let mut response = agent
             .post(&format!("{base}/v1/search"))
@@ -679,7 +676,7 @@ fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
         .status()
         .expect("kill");
     assert!(status.success());
-    let exit = server.0.wait().expect("wait");
+    let exit = server.child.wait().expect("wait");
     assert!(exit.success(), "{exit:?}");
     assert!(
         started.elapsed() < Duration::from_secs(8),

@@ -8,7 +8,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 
-use support::{KillOnDrop, repo, samples_index, spawn_server};
+use support::{fetched, repo, samples_index, spawn_server};
 
 /// The client environment's python, or `None` (a failure under CI) when it was not made.
 fn client_python() -> Option<PathBuf> {
@@ -16,16 +16,7 @@ fn client_python() -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
     let python = cache.join("venv-clients/bin/python");
-    if python.is_file() {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run must run scripts/client-venv",
-        python.display()
-    );
-    eprintln!("SKIPPED: no client environment; run scripts/client-venv");
-    None
+    fetched(&python, "scripts/client-venv").then_some(python)
 }
 
 #[test]
@@ -34,8 +25,8 @@ fn real_client_libraries_and_documented_requests() {
     let Some(python) = client_python() else {
         return;
     };
-    let (child, base) = spawn_server(index, &[]);
-    let _server = KillOnDrop(child);
+    let _server = spawn_server(index, &[]);
+    let base = _server.url.clone();
     let output = Command::new(&python)
         .arg(repo().join("server/tests/clients/compat_clients.py"))
         .arg(&base)
@@ -59,8 +50,8 @@ fn schemathesis_finds_no_server_errors_or_schema_violations() {
     let Some(python) = client_python() else {
         return;
     };
-    let (child, base) = spawn_server(index, &[]);
-    let _server = KillOnDrop(child);
+    let _server = spawn_server(index, &[]);
+    let base = _server.url.clone();
     let schemathesis = python.with_file_name("schemathesis");
     // schemathesis keeps a cache in its working directory: keep it out of the checkout.
     let scratch = tempfile::tempdir().expect("tempdir");

@@ -14,19 +14,7 @@ use tower::ServiceExt;
 
 fn embedder_dir() -> Option<PathBuf> {
     let dir = stillweb_models::config::default_embedder_dir();
-    if dir.join("model.toml").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run must run models/fetch",
-        dir.display()
-    );
-    eprintln!(
-        "SKIPPED: no embedder at {}; run models/fetch",
-        dir.display()
-    );
-    None
+    stillweb_test_support::fetched(&dir.join("model.toml"), "models/fetch").then_some(dir)
 }
 
 const DOCS: &[(&str, &str)] = &[

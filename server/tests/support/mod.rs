@@ -1,11 +1,8 @@
-//! Shared by the server's integration tests: the samples index and the real binary on a
-//! loopback port.
+//! Shared by the server's integration tests: the workspace's test support (data, models, the
+//! samples index, the real binary on a loopback port) and the in-process router calls.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -14,70 +11,14 @@ use serde_json::Value;
 use stillweb_server::{AppState, Args, app, prepare};
 use tower::ServiceExt;
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+#[allow(unused_imports)]
+pub use stillweb_test_support::{
+    Server, agent, fetched, in_ci, repo, samples_index, shared_data, skip,
+};
 
-/// The samples index, built once per test binary; `None` (with a message) without shared data.
-pub fn samples_index() -> Option<&'static Path> {
-    static INDEX: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
-    INDEX
-        .get_or_init(|| {
-            let shared = std::env::var_os("STILLWEB_SHARED_DATA")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("../shared/data"));
-            if !shared.is_dir() {
-                eprintln!("SKIPPED: shared data folder {} not found", shared.display());
-                return None;
-            }
-            let dir = tempfile::tempdir().expect("tempdir");
-            let out = dir.path().join("samples");
-            let corpus = stillweb_corpus::manifest::CorpusManifest::load(
-                &repo().join("corpus-manifests/samples.toml"),
-            )
-            .expect("manifest");
-            stillweb_index::build_index(&corpus, &out, &stillweb_index::BuildOptions::default())
-                .expect("build");
-            Some((dir, out))
-        })
-        .as_ref()
-        .map(|(_, p)| p.as_path())
-}
-
-/// Starts the real binary on port 0 and returns it with its base URL.
-pub fn spawn_server(index: &Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args([
-            "--index",
-            index.to_str().expect("path"),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn server");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read line");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    (child, url)
-}
-
-/// Kills the server when dropped, so that a failing test does not leave it running (holding the
-/// test harness's output pipe open).
-pub struct KillOnDrop(pub Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Starts this crate's `stillweb-server` binary on `index` at port 0.
+pub fn spawn_server(index: &Path, extra: &[&str]) -> Server {
+    stillweb_test_support::spawn_server(env!("CARGO_BIN_EXE_stillweb-server"), index, extra)
 }
 
 /// The server's state over `index`, configured by `extra` flags (in process, no socket).

@@ -1,0 +1,153 @@
+//! What every test suite shares, so that a test that needs the real data or the real models
+//! cannot pass silently:
+//!
+//! - [`shared_data`] and [`fetched`]: where a test's inputs are. When they are missing, a CI run
+//!   (`CI` set, as `.ci/run` is run) **fails** with a message naming what is missing and how to
+//!   get it; elsewhere the test prints one `SKIPPED` line, also appended to the file named by
+//!   `STILLWEB_SKIP_LOG` (`scripts/test` prints their count at the end);
+//! - [`samples_index`]: the index of `corpus-manifests/samples.toml`, built once per test binary;
+//! - [`spawn_server`]: a server binary on `127.0.0.1:0`, killed when dropped;
+//! - [`agent`]: an HTTP agent that returns error statuses instead of failing on them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether this is a CI run, where nothing may be skipped.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Marks the running test as skipped for `reason`: fails it under CI, else prints one
+/// `SKIPPED` line (and logs it for the suite's count).
+///
+/// # Panics
+/// Under CI, always: a CI run must have every input.
+pub fn skip(reason: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    assert!(
+        !in_ci(),
+        "{test}: {reason} (CI is set, so a missing input fails the run instead of skipping)"
+    );
+    eprintln!("SKIPPED {test}: {reason}");
+    if let Some(log) = std::env::var_os("STILLWEB_SKIP_LOG")
+        && let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+    {
+        // One write per line: tests run in parallel, and short appends do not interleave.
+        let _ = file.write_all(format!("SKIPPED {test}: {reason}\n").as_bytes());
+    }
+}
+
+/// The shared data folder (`STILLWEB_SHARED_DATA`, else `../shared/data` beside the checkout),
+/// or `None` after [`skip`] when it is missing.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("STILLWEB_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/data"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    skip(&format!(
+        "the shared data folder {} is missing; put ../shared beside the checkout or set STILLWEB_SHARED_DATA",
+        dir.display()
+    ));
+    None
+}
+
+/// Whether `path` (a fetched model's file or directory) exists; if not, [`skip`] with `fix`
+/// (the command that makes it).
+pub fn fetched(path: &Path, fix: &str) -> bool {
+    if path.exists() {
+        return true;
+    }
+    skip(&format!("{} is missing; run {fix}", path.display()));
+    false
+}
+
+/// The samples index (`corpus-manifests/samples.toml`, BM25 only), built once per test binary;
+/// `None` after [`skip`] without the shared data.
+pub fn samples_index() -> Option<&'static Path> {
+    static INDEX: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            shared_data()?;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = dir.path().join("samples");
+            let corpus = stillweb_corpus::manifest::CorpusManifest::load(
+                &repo().join("corpus-manifests/samples.toml"),
+            )
+            .expect("samples manifest");
+            stillweb_index::build_index(&corpus, &out, &stillweb_index::BuildOptions::default())
+                .expect("build the samples index");
+            Some((dir, out))
+        })
+        .as_ref()
+        .map(|(_, p)| p.as_path())
+}
+
+/// A server process on a loopback port, killed when dropped (so a failing test does not leave
+/// it running, holding the harness's output pipe open).
+#[derive(Debug)]
+pub struct Server {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `binary` (a `stillweb-server`) on `index` at `127.0.0.1:0` with `extra` flags and
+/// waits for the line that says where it listens.
+pub fn spawn_server(binary: &str, index: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(binary)
+        .args([
+            "--index",
+            index.to_str().expect("path"),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn server");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read the listening line");
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "server said: {line}");
+    Server { child, url }
+}
+
+/// An HTTP agent that hands back 4xx and 5xx responses instead of turning them into errors.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
