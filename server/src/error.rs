@@ -1,9 +1,7 @@
-//! The API's error vocabulary: one small code enum, mapped to HTTP status by an exhaustive match,
-//! and one stable body: `{"error": {"code": "url_not_seen", "message": "..."}}`.
+//! The service's error vocabulary: one small code enum and the error every service call returns.
+//! No HTTP here: each API's status and body for a code are its dialect's
+//! ([`crate::compat::dialect::ErrorDialect`]).
 
-use axum::Json;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// Stable, machine-readable error codes.
@@ -83,25 +81,6 @@ impl ErrorCode {
         ErrorCode::NotReady,
         ErrorCode::Internal,
     ];
-
-    pub fn status(self) -> StatusCode {
-        match self {
-            ErrorCode::InvalidRequest => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::SessionRequired => StatusCode::BAD_REQUEST,
-            ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
-            ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::Overloaded => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
 }
 
 /// An error answered to the client.
@@ -153,21 +132,6 @@ impl ApiError {
                 message: self.message,
             },
         }
-    }
-}
-
-impl IntoResponse for ApiError {
-    /// The native body; the error also rides along as a response extension, so that
-    /// [`crate::compat::dialect::in_dialect`] can write it in the shape of the route it answers.
-    fn into_response(self) -> Response {
-        let status = self.code.status();
-        let mut response = (status, Json(self.clone().body())).into_response();
-        response.headers_mut().insert(
-            crate::compat::dialect::ERROR_CODE_HEADER,
-            axum::http::HeaderValue::from_static(self.code.as_str()),
-        );
-        response.extensions_mut().insert(self);
-        response
     }
 }
 

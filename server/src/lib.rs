@@ -12,6 +12,7 @@ pub mod ids;
 pub mod metrics;
 mod pool;
 pub mod routes;
+pub mod service;
 pub mod session;
 pub mod state;
 

@@ -6,13 +6,16 @@
 
 use axum::Json;
 use axum::extract::{Query as UrlQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::error::ApiError;
+use crate::compat::dialect::ErrorDialect;
+use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
-use crate::routes::search::{MAX_K, Query, answer_hits};
+use crate::service::search::MAX_K;
+use crate::service::{Query, answer};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -84,7 +87,7 @@ async fn run(
             rerank: None,
             rerank_pool: None,
         };
-        answer_hits(state, session.as_deref(), query).await?.hits
+        answer(state, session.as_deref(), query).await?.hits
     };
     let more = hits.len() as i64 >= start + count && start + count < MAX_K;
     let results: Vec<_> = hits
@@ -134,5 +137,39 @@ mod tests {
             "November 30, 2026"
         );
         assert_eq!(super::human_date("unknown"), "unknown");
+    }
+}
+
+/// Brave's `ErrorResponse`, with Brave's error code for each of ours.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn body(&self, code: ErrorCode, status: StatusCode, message: &str) -> Value {
+        let brave_code = match code {
+            ErrorCode::InvalidRequest => "VALIDATION",
+            ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
+            ErrorCode::Overloaded => "RATE_LIMITED",
+            ErrorCode::RouteNotFound => "RESOURCE_NOT_FOUND",
+            ErrorCode::SessionRequired
+            | ErrorCode::UrlNotSeen
+            | ErrorCode::UrlNotFound
+            | ErrorCode::SessionNotFound
+            | ErrorCode::MethodNotAllowed
+            | ErrorCode::RerankUnavailable
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::NotReady
+            | ErrorCode::Internal => "GENERIC",
+        };
+        json!({
+            "type": "ErrorResponse",
+            "error": {
+                "id": crate::ids::request_id(),
+                "status": status.as_u16(),
+                "code": brave_code,
+                "detail": message,
+                "meta": {"component": "stillweb"},
+            },
+        })
     }
 }

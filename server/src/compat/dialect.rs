@@ -17,6 +17,49 @@ use crate::error::{ApiError, ErrorCode};
 /// Header naming the stable error code on every error response, whatever the body's dialect.
 pub const ERROR_CODE_HEADER: HeaderName = HeaderName::from_static("x-stillweb-error");
 
+/// How one API answers errors: its HTTP status for each of the service's [`ErrorCode`]s, and
+/// its body. Every implementation maps every code by an exhaustive match (no fallback arm), so a
+/// new code does not compile until each API's vocabulary has a place for it.
+pub trait ErrorDialect: Sync {
+    /// The status this API answers `code` with (by default the native one).
+    fn status(&self, code: ErrorCode) -> StatusCode {
+        native_status(code)
+    }
+
+    /// The body of an error `code` answered with `status`.
+    fn body(&self, code: ErrorCode, status: StatusCode, message: &str) -> Value;
+}
+
+/// The native API's status for each code.
+pub fn native_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidRequest => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::SessionRequired => StatusCode::BAD_REQUEST,
+        ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
+        ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::Overloaded => StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+        ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The native API: `{"error": {"code": "url_not_seen", "message": "..."}}`.
+#[derive(Debug, Clone, Copy)]
+pub struct Native;
+
+impl ErrorDialect for Native {
+    fn body(&self, code: ErrorCode, _status: StatusCode, message: &str) -> Value {
+        json!({"error": {"code": code, "message": message}})
+    }
+}
+
 /// The API a route speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -31,6 +74,18 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// Every dialect (the error-body snapshot test goes through each).
+    pub const ALL: [Dialect; 8] = [
+        Dialect::Native,
+        Dialect::SearchR1,
+        Dialect::Serper,
+        Dialect::Brave,
+        Dialect::Tavily,
+        Dialect::Exa,
+        Dialect::Jina,
+        Dialect::Mcp,
+    ];
+
     /// The dialect of the route `path` belongs to, by its first segment after an optional
     /// `/s/{session}` prefix.
     pub fn of(path: &str) -> Dialect {
@@ -51,84 +106,43 @@ impl Dialect {
         }
     }
 
-    /// `e` as this API would answer it.
-    pub fn error(self, e: &ApiError) -> Response {
-        let status = match (self, e.code) {
-            // Tavily and Exa answer bad requests with 400 (their clients map it to their own
-            // exception types).
-            (Dialect::Tavily, ErrorCode::InvalidRequest | ErrorCode::SessionRequired)
-            | (Dialect::Exa, ErrorCode::InvalidRequest) => StatusCode::BAD_REQUEST,
-            (_, code) => code.status(),
-        };
-        self.respond(status, e.code, &e.message)
+    /// How this API writes errors (each compatible module holds its own).
+    pub fn errors(self) -> &'static dyn ErrorDialect {
+        match self {
+            Dialect::Native => &Native,
+            Dialect::SearchR1 => &super::search_r1::Errors,
+            Dialect::Serper => &super::serper::Errors,
+            Dialect::Brave => &super::brave::Errors,
+            Dialect::Tavily => &super::tavily::Errors,
+            Dialect::Exa => &super::exa::Errors,
+            Dialect::Jina => &super::jina::Errors,
+            Dialect::Mcp => &super::mcp::Errors,
+        }
     }
 
-    /// An error body in this dialect with the given status.
+    /// `e` as this API would answer it.
+    pub fn error(self, e: &ApiError) -> Response {
+        self.respond(self.errors().status(e.code), e.code, &e.message)
+    }
+
+    /// An error body in this dialect with the given status, and the stable code in
+    /// `X-Stillweb-Error`.
     pub fn respond(self, status: StatusCode, code: ErrorCode, message: &str) -> Response {
-        let body = match self {
-            Dialect::Native => json!({"error": {"code": code, "message": message}}),
-            // FastAPI's shape.
-            Dialect::SearchR1 => json!({"detail": message}),
-            Dialect::Serper => json!({"message": message, "statusCode": status.as_u16()}),
-            Dialect::Brave => json!({
-                "type": "ErrorResponse",
-                "error": {
-                    "id": crate::ids::request_id(),
-                    "status": status.as_u16(),
-                    "code": match code {
-                        ErrorCode::InvalidRequest => "VALIDATION",
-                        ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
-                        ErrorCode::Overloaded => "RATE_LIMITED",
-                        ErrorCode::RouteNotFound => "RESOURCE_NOT_FOUND",
-                        _ => "GENERIC",
-                    },
-                    "detail": message,
-                    "meta": {"component": "stillweb"},
-                },
-            }),
-            Dialect::Tavily => json!({"detail": {"error": message}}),
-            Dialect::Exa => json!({
-                "requestId": crate::ids::request_id(),
-                "error": message,
-                "tag": match code {
-                    ErrorCode::InvalidRequest => "INVALID_REQUEST_BODY",
-                    ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
-                    ErrorCode::RouteNotFound => "NOT_FOUND",
-                    _ => "INTERNAL_ERROR",
-                },
-            }),
-            Dialect::Jina => {
-                let name = match code {
-                    ErrorCode::UrlNotSeen => "SecurityCompromiseError",
-                    ErrorCode::UrlNotFound | ErrorCode::RouteNotFound => "AssertionFailureError",
-                    ErrorCode::SessionRequired | ErrorCode::InvalidRequest => {
-                        "ParamValidationError"
-                    }
-                    _ => "ServiceError",
-                };
-                json!({
-                    "data": null,
-                    "code": status.as_u16(),
-                    "name": name,
-                    "status": u32::from(status.as_u16()) * 100,
-                    "message": message,
-                    "readableMessage": format!("{name}: {message}"),
-                })
-            }
-            // A JSON-RPC error answering no particular request.
-            Dialect::Mcp => json!({
-                "jsonrpc": "2.0",
-                "id": Value::Null,
-                "error": {
-                    "code": if status.is_server_error() { -32603 } else { -32600 },
-                    "message": message,
-                },
-            }),
-        };
+        let body = self.errors().body(code, status, message);
         let mut response = (status, Json(body)).into_response();
         response
             .headers_mut()
             .insert(ERROR_CODE_HEADER, HeaderValue::from_static(code.as_str()));
+        response
+    }
+}
+
+impl IntoResponse for ApiError {
+    /// The native body; the error also rides along as a response extension, so that
+    /// [`in_dialect`] can write it in the shape of the route it answers.
+    fn into_response(self) -> Response {
+        let mut response = Dialect::Native.error(&self);
+        response.extensions_mut().insert(self);
         response
     }
 }
@@ -221,5 +235,29 @@ mod tests {
         assert_eq!(Dialect::of("/v1/search"), Dialect::Native);
         assert_eq!(Dialect::of("/s/x"), Dialect::Native);
         assert_eq!(Dialect::of("/"), Dialect::Native);
+    }
+
+    /// Every code's status and body in every dialect, snapshotted (`src/compat/snapshots/`): a
+    /// change to any error a client library parses shows up in review. Request ids are random,
+    /// so they are masked.
+    #[test]
+    fn every_error_in_every_dialect() {
+        for dialect in Dialect::ALL {
+            let errors = dialect.errors();
+            let all: Vec<Value> = ErrorCode::ALL
+                .iter()
+                .map(|&code| {
+                    let status = errors.status(code);
+                    let mut body = errors.body(code, status, "what went wrong, and what to do");
+                    for pointer in ["/requestId", "/error/id"] {
+                        if let Some(id) = body.pointer_mut(pointer) {
+                            *id = json!("[request id]");
+                        }
+                    }
+                    json!({"code": code, "status": status.as_u16(), "body": body})
+                })
+                .collect();
+            insta::assert_json_snapshot!(format!("errors_{dialect:?}").to_lowercase(), all);
+        }
     }
 }

@@ -8,15 +8,17 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{clamp_count, new_request_id, with_domains};
+use crate::compat::dialect::{ErrorDialect, native_status};
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::search::{Query, answer_hits};
-use crate::routes::visit::visit_recorded;
 use crate::routes::{ApiJson, SessionSources};
+use crate::service::visit_many;
+use crate::service::{Query, answer};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -71,7 +73,7 @@ pub async fn search(
             rerank: None,
             rerank_pool: None,
         };
-        let answer = answer_hits(&state, session.as_deref(), query).await?;
+        let answer = answer(&state, session.as_deref(), query).await?;
         let results: Vec<Value> = answer
             .hits
             .into_iter()
@@ -117,16 +119,16 @@ pub async fn contents(
         if urls.is_empty() || urls.len() > 100 {
             return Err(ApiError::invalid("`urls` must hold 1 to 100 URLs"));
         }
+        let pages = visit_many(
+            &state,
+            session.as_deref(),
+            &urls,
+            "contents needs the session that searched (X-Session-Id or a /s/{session}/exa base URL)",
+        )
+        .await;
         let mut results = Vec::new();
         let mut statuses = Vec::new();
-        for url in urls {
-            let page = match &session {
-                Some(s) => visit_recorded(&state, s, &url).await,
-                None => Err(ApiError::new(
-                    ErrorCode::SessionRequired,
-                    "contents needs the session that searched (X-Session-Id or a /s/{session}/exa base URL)",
-                )),
-            };
+        for (url, page) in urls.into_iter().zip(pages) {
             match page {
                 Ok(p) => {
                     statuses.push(json!({"id": url, "status": "success", "source": "cached"}));
@@ -140,16 +142,12 @@ pub async fn contents(
                     }));
                 }
                 Err(e) => {
-                    let tag = match e.code {
-                        ErrorCode::UrlNotFound => "CRAWL_NOT_FOUND",
-                        ErrorCode::UrlNotSeen | ErrorCode::SessionRequired => "SOURCE_NOT_AVAILABLE",
-                        _ => "CRAWL_UNKNOWN_ERROR",
-                    };
+                    let tag = crawl_tag(e.code);
                     statuses.push(json!({
                         "id": url,
                         "status": "error",
                         // exa-py reads the tag and status; raw callers get the reason too.
-                        "error": {"tag": tag, "httpStatusCode": e.code.status().as_u16(), "message": e.message},
+                        "error": {"tag": tag, "httpStatusCode": native_status(e.code).as_u16(), "message": e.message},
                     }));
                 }
             }
@@ -160,5 +158,68 @@ pub async fn contents(
     match result {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+/// Exa's error shape (`{"requestId", "error", "tag"}`), with 400 for bad requests.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn status(&self, code: ErrorCode) -> StatusCode {
+        match code {
+            ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::SessionRequired
+            | ErrorCode::UrlNotSeen
+            | ErrorCode::UrlNotFound
+            | ErrorCode::SessionNotFound
+            | ErrorCode::RouteNotFound
+            | ErrorCode::MethodNotAllowed
+            | ErrorCode::RerankUnavailable
+            | ErrorCode::Overloaded
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::Timeout
+            | ErrorCode::BodyTimeout
+            | ErrorCode::NotReady
+            | ErrorCode::Internal => native_status(code),
+        }
+    }
+
+    fn body(&self, code: ErrorCode, _status: StatusCode, message: &str) -> Value {
+        let tag = match code {
+            ErrorCode::InvalidRequest => "INVALID_REQUEST_BODY",
+            ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
+            ErrorCode::RouteNotFound => "NOT_FOUND",
+            ErrorCode::SessionRequired
+            | ErrorCode::UrlNotSeen
+            | ErrorCode::UrlNotFound
+            | ErrorCode::SessionNotFound
+            | ErrorCode::MethodNotAllowed
+            | ErrorCode::RerankUnavailable
+            | ErrorCode::Overloaded
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::NotReady
+            | ErrorCode::Internal => "INTERNAL_ERROR",
+        };
+        json!({"requestId": crate::ids::request_id(), "error": message, "tag": tag})
+    }
+}
+
+/// The tag of one URL's failure in a `/contents` answer's `statuses`.
+fn crawl_tag(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::UrlNotFound => "CRAWL_NOT_FOUND",
+        ErrorCode::UrlNotSeen | ErrorCode::SessionRequired => "SOURCE_NOT_AVAILABLE",
+        ErrorCode::InvalidRequest
+        | ErrorCode::SessionNotFound
+        | ErrorCode::RouteNotFound
+        | ErrorCode::MethodNotAllowed
+        | ErrorCode::RerankUnavailable
+        | ErrorCode::Overloaded
+        | ErrorCode::PayloadTooLarge
+        | ErrorCode::Timeout
+        | ErrorCode::BodyTimeout
+        | ErrorCode::NotReady
+        | ErrorCode::Internal => "CRAWL_UNKNOWN_ERROR",
     }
 }

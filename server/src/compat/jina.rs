@@ -6,13 +6,14 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Uri, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
-use crate::routes::visit::visit_recorded;
+use crate::service::visit;
 use crate::state::AppState;
 
 pub async fn read(
@@ -33,7 +34,7 @@ pub async fn read(
                 "reading a page needs the session that was shown it (X-Session-Id header or a /s/{session}/jina/ base URL)",
             )
         })?;
-        visit_recorded(&state, &session, &url).await
+        visit(&state, &session, &url).await
     }
     .await;
     let page = match result {
@@ -67,4 +68,35 @@ pub async fn read(
     text.push_str("Markdown Content:\n");
     text.push_str(&page.text);
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+/// Jina Reader's error shape, with Jina's error name for each of our codes.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn body(&self, code: ErrorCode, status: StatusCode, message: &str) -> Value {
+        let name = match code {
+            ErrorCode::UrlNotSeen => "SecurityCompromiseError",
+            ErrorCode::UrlNotFound | ErrorCode::RouteNotFound => "AssertionFailureError",
+            ErrorCode::SessionRequired | ErrorCode::InvalidRequest => "ParamValidationError",
+            ErrorCode::SessionNotFound
+            | ErrorCode::MethodNotAllowed
+            | ErrorCode::RerankUnavailable
+            | ErrorCode::Overloaded
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::Timeout
+            | ErrorCode::BodyTimeout
+            | ErrorCode::NotReady
+            | ErrorCode::Internal => "ServiceError",
+        };
+        json!({
+            "data": null,
+            "code": status.as_u16(),
+            "name": name,
+            "status": u32::from(status.as_u16()) * 100,
+            "message": message,
+            "readableMessage": format!("{name}: {message}"),
+        })
+    }
 }

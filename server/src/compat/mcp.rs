@@ -14,9 +14,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::compat::dialect::ErrorDialect;
+use crate::error::ErrorCode;
 use crate::routes::SessionSources;
-use crate::routes::search::{Query, answer_hits};
-use crate::routes::visit::visit_recorded;
+use crate::service::visit;
+use crate::service::{Query, answer};
 use crate::state::AppState;
 
 /// Protocol revisions this endpoint speaks; the newest is offered when the client's is unknown.
@@ -90,7 +92,7 @@ fn request_session(
         (Some(h), Some(p)) if h != p => Err(format!(
             "conflicting sessions: header `Mcp-Session-Id` says `{h}`, path prefix `/s/{{session}}` says `{p}`"
         )),
-        (Some(h), _) => crate::routes::check_session(Some(h))
+        (Some(h), _) => crate::service::limits::check_session(Some(h))
             .map(|s| s.map(str::to_string))
             .map_err(|e| format!("`Mcp-Session-Id`: {}", e.message)),
         (None, p) => Ok(p),
@@ -217,7 +219,7 @@ async fn web_search(state: &AppState, session: Option<&str>, arguments: &Value) 
         rerank: None,
         rerank_pool: None,
     };
-    match answer_hits(state, session, request).await {
+    match answer(state, session, request).await {
         Ok(answer) => {
             let mut text = String::new();
             for (i, h) in answer.hits.iter().enumerate() {
@@ -259,7 +261,7 @@ async fn visit_web(state: &AppState, session: Option<&str>, arguments: &Value) -
             None,
         );
     };
-    match visit_recorded(state, session, url).await {
+    match visit(state, session, url).await {
         Ok(p) => tool_result(
             format!(
                 "Title: {}\nURL: {}\nDate: {}\n\n{}",
@@ -298,5 +300,23 @@ pub async fn delete(
             "`Mcp-Session-Id` header (or a /s/{session}/mcp URL) required",
         ),
         Err(message) => refuse(StatusCode::BAD_REQUEST, message),
+    }
+}
+
+/// A JSON-RPC error answering no particular request (errors outside any JSON-RPC call: a wrong
+/// method, a body too large).
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn body(&self, _code: ErrorCode, status: StatusCode, message: &str) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": Value::Null,
+            "error": {
+                "code": if status.is_server_error() { -32603 } else { -32600 },
+                "message": message,
+            },
+        })
     }
 }

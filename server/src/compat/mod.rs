@@ -1,7 +1,7 @@
 //! Endpoints in the shapes of APIs that agent code is already written against, each under its own
 //! prefix so that overriding a client's base URL lands on it. Every one of them goes through the
-//! native search ([`crate::routes::search::answer_hits`]) and visit
-//! ([`crate::routes::visit::visit_page`]) paths: same ranking, same session rules, same limits;
+//! native search ([`crate::service::answer`]) and visit
+//! ([`crate::service::visit`]) paths: same ranking, same session rules, same limits;
 //! only the request and response shapes (and the error shapes) differ.
 //!
 //! | API | endpoints |
@@ -27,7 +27,7 @@ pub mod search_r1;
 pub mod serper;
 pub mod tavily;
 
-use crate::routes::search::MAX_K;
+use crate::service::search::MAX_K;
 
 /// A result count asked of an API that allows more than stillweb returns, clamped to 1..=20.
 fn clamp_count(n: Option<i64>, default: i64) -> i64 {

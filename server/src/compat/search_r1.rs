@@ -13,14 +13,17 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::batch::search_many;
-use crate::routes::search::{MAX_K, Query};
 use crate::routes::{ApiJson, SessionSources};
+use crate::service::Query;
+use crate::service::answer_many;
+use crate::service::search::MAX_K;
 use crate::state::AppState;
 
 /// Documents per query when `topk` is missing, null or not positive (the reference server's
@@ -75,7 +78,7 @@ async fn run(
             rerank_pool: None,
         })
         .collect();
-    let answers = search_many(state, session.as_deref(), queries).await?;
+    let answers = answer_many(state, session.as_deref(), queries).await?;
     let mut errors = Vec::new();
     let mut result = Vec::with_capacity(answers.len());
     for (i, answer) in answers.into_iter().enumerate() {
@@ -113,4 +116,14 @@ async fn run(
         body["errors"] = Value::Array(errors);
     }
     Ok(body)
+}
+
+/// FastAPI's error shape, which Search-R1's server answers with: `{"detail": "..."}`.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn body(&self, _code: ErrorCode, _status: StatusCode, message: &str) -> Value {
+        json!({"detail": message})
+    }
 }

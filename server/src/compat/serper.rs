@@ -8,12 +8,15 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
+use crate::compat::dialect::ErrorDialect;
+use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
-use crate::routes::search::{MAX_K, Query, answer_hits};
+use crate::service::search::MAX_K;
+use crate::service::{Query, answer};
 use crate::state::AppState;
 
 /// Serper's options, from the query string and the JSON body merged (the body wins).
@@ -115,7 +118,7 @@ async fn run(
             rerank: None,
             rerank_pool: None,
         };
-        answer_hits(state, session.as_deref(), query).await?.hits
+        answer(state, session.as_deref(), query).await?.hits
     };
     let organic: Vec<_> = hits
         .into_iter()
@@ -168,5 +171,15 @@ mod tests {
             "{}",
             e.message
         );
+    }
+}
+
+/// Serper's error shape: `{"message": "...", "statusCode": 400}`.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn body(&self, _code: ErrorCode, status: StatusCode, message: &str) -> Value {
+        json!({"message": message, "statusCode": status.as_u16()})
     }
 }

@@ -10,15 +10,17 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{clamp_count, new_request_id, with_domains};
+use crate::compat::dialect::{ErrorDialect, native_status};
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::search::{Query, answer_hits};
-use crate::routes::visit::visit_recorded;
 use crate::routes::{ApiJson, SessionSources};
+use crate::service::visit_many;
+use crate::service::{Query, answer};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -69,7 +71,7 @@ pub async fn search(
             rerank: None,
             rerank_pool: None,
         };
-        let answer = answer_hits(&state, session.as_deref(), query).await?;
+        let answer = answer(&state, session.as_deref(), query).await?;
         let results: Vec<Value> = answer
             .hits
             .into_iter()
@@ -117,16 +119,16 @@ pub async fn extract(
         if urls.is_empty() || urls.len() > 20 {
             return Err(ApiError::invalid("`urls` must hold 1 to 20 URLs"));
         }
+        let pages = visit_many(
+            &state,
+            session.as_deref(),
+            &urls,
+            "extract needs the session that searched (session_id / X-Session-Id)",
+        )
+        .await;
         let mut results = Vec::new();
         let mut failed = Vec::new();
-        for url in urls {
-            let page = match &session {
-                Some(s) => visit_recorded(&state, s, &url).await,
-                None => Err(ApiError::new(
-                    ErrorCode::SessionRequired,
-                    "extract needs the session that searched (session_id / X-Session-Id)",
-                )),
-            };
+        for (url, page) in urls.into_iter().zip(pages) {
             match page {
                 Ok(p) => results.push(json!({
                     "url": url,
@@ -148,5 +150,34 @@ pub async fn extract(
     match result {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+/// Tavily's error shape (`{"detail": {"error": "..."}}`), with 400 for bad requests (its client
+/// maps that to its own exception type).
+#[derive(Debug, Clone, Copy)]
+pub struct Errors;
+
+impl ErrorDialect for Errors {
+    fn status(&self, code: ErrorCode) -> StatusCode {
+        match code {
+            ErrorCode::InvalidRequest | ErrorCode::SessionRequired => StatusCode::BAD_REQUEST,
+            ErrorCode::UrlNotSeen
+            | ErrorCode::UrlNotFound
+            | ErrorCode::SessionNotFound
+            | ErrorCode::RouteNotFound
+            | ErrorCode::MethodNotAllowed
+            | ErrorCode::RerankUnavailable
+            | ErrorCode::Overloaded
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::Timeout
+            | ErrorCode::BodyTimeout
+            | ErrorCode::NotReady
+            | ErrorCode::Internal => native_status(code),
+        }
+    }
+
+    fn body(&self, _code: ErrorCode, _status: StatusCode, message: &str) -> Value {
+        json!({"detail": {"error": message}})
     }
 }

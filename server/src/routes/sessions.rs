@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::{RawPathParams, State};
 use axum::http::StatusCode;
 
-use super::check_session;
 use crate::error::{ApiError, ErrorCode};
+use crate::service::limits::check_session;
 use crate::session::Transcript;
 use crate::state::AppState;
 
