@@ -414,7 +414,7 @@ fn main() -> anyhow::Result<()> {
                 ..ranking.params(mode)
             };
             let embedder = if mode.uses_dense() {
-                Some(EmbedWorker::spawn(model.load()?, "stillweb-embed", 1)?)
+                Some(EmbedWorker::lend_copies(vec![model.load()?]))
             } else {
                 None
             };

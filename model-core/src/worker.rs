@@ -76,13 +76,61 @@ impl<M: ?Sized + Send + 'static> ModelWorker<M> {
     }
 }
 
-/// An embedder on its own thread.
+/// A handle to an embedder's copies: each on its own thread ([`EmbedWorker::spawn_copies`]), or
+/// lent to the calling thread ([`EmbedWorker::lend_copies`], no thread hop: for callers that
+/// are themselves a fixed pool of threads, one copy each).
 #[derive(Debug, Clone)]
 pub struct EmbedWorker {
-    worker: ModelWorker<dyn Embedder>,
+    runs: Runs,
     model_id: String,
     dimension: usize,
     engine: String,
+}
+
+#[derive(Debug, Clone)]
+enum Runs {
+    OnThreads(ModelWorker<dyn Embedder>),
+    OnCaller(Arc<Lender>),
+}
+
+/// Copies of a model that callers borrow one at a time, waiting while all are out.
+struct Lender {
+    free: Mutex<Vec<Box<dyn Embedder>>>,
+    returned: std::sync::Condvar,
+}
+
+impl std::fmt::Debug for Lender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lender").finish_non_exhaustive()
+    }
+}
+
+impl Lender {
+    fn with<R>(&self, work: impl FnOnce(&mut dyn Embedder) -> R) -> R {
+        let mut free = self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut model = loop {
+            match free.pop() {
+                Some(model) => break model,
+                None => {
+                    free = self
+                        .returned
+                        .wait(free)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            }
+        };
+        drop(free);
+        let result = work(&mut *model);
+        self.free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(model);
+        self.returned.notify_one();
+        result
+    }
 }
 
 impl EmbedWorker {
@@ -104,11 +152,28 @@ impl EmbedWorker {
         let dimension = embedders[0].dimension();
         let engine = embedders[0].engine().to_string();
         Ok(EmbedWorker {
-            worker: ModelWorker::spawn_copies(embedders, name, queue)?,
+            runs: Runs::OnThreads(ModelWorker::spawn_copies(embedders, name, queue)?),
             model_id,
             dimension,
             engine,
         })
+    }
+
+    /// Copies of the embedder that each caller borrows and runs on its own thread.
+    ///
+    /// # Panics
+    /// If `embedders` is empty.
+    pub fn lend_copies(embedders: Vec<Box<dyn Embedder>>) -> Self {
+        assert!(!embedders.is_empty(), "an embed worker needs a model");
+        EmbedWorker {
+            model_id: embedders[0].model_id().to_string(),
+            dimension: embedders[0].dimension(),
+            engine: embedders[0].engine().to_string(),
+            runs: Runs::OnCaller(Arc::new(Lender {
+                free: Mutex::new(embedders),
+                returned: std::sync::Condvar::new(),
+            })),
+        }
     }
 
     pub fn model_id(&self) -> &str {
@@ -123,18 +188,28 @@ impl EmbedWorker {
         &self.engine
     }
 
-    /// One search query's vector ([`crate::embed_query`] on the worker's thread).
+    /// One search query's vector ([`crate::embed_query`]).
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
-        let text = text.to_string();
-        self.worker.call(move |e| crate::embed_query(e, &text))
+        match &self.runs {
+            Runs::OnThreads(worker) => {
+                let text = text.to_string();
+                worker.call(move |e| crate::embed_query(e, &text))
+            }
+            Runs::OnCaller(lender) => lender.with(|e| crate::embed_query(e, text)),
+        }
     }
 
     pub fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ModelError> {
-        self.worker.call(move |e| {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            e.embed_documents(&refs)
-        })
+        match &self.runs {
+            Runs::OnThreads(worker) => worker.call(move |e| embed_all(e, &texts)),
+            Runs::OnCaller(lender) => lender.with(|e| embed_all(e, &texts)),
+        }
     }
+}
+
+fn embed_all(embedder: &mut dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    embedder.embed_documents(&refs)
 }
 
 /// A reranker on its own thread. It is itself a [`Reranker`], so search code takes either.
@@ -203,6 +278,25 @@ mod tests {
             let v = h.join().expect("join");
             assert_eq!(v.len(), 16);
         }
+    }
+
+    #[test]
+    fn lent_copies_answer_alike_from_many_threads() {
+        let copies: Vec<Box<dyn Embedder>> = (0..2)
+            .map(|_| Box::new(HashingEmbedder::new(16)) as Box<dyn Embedder>)
+            .collect();
+        let lent = EmbedWorker::lend_copies(copies);
+        let expected = lent.embed_query("same query").expect("embed");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let w = lent.clone();
+                std::thread::spawn(move || w.embed_query("same query").expect("embed"))
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().expect("join"), expected);
+        }
+        assert_eq!(lent.engine(), "hashing");
     }
 
     #[test]

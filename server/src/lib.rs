@@ -147,9 +147,9 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
     config.search.weights = mode.weights();
     let provider = config.provider;
     let embedder = if mode.uses_dense() {
-        // One session per search thread: a search thread blocks while its query is embedded, so
-        // with a single session the other search threads (and cores) idled in line behind it
-        // (measured: ~0.4 of 2 cores idle under load).
+        // One copy per search thread, lent to the search thread that embeds (no hop to a model
+        // thread: on SciFact, ~25% more searches/s at 8 and 32 clients, BENCHMARKS.md). With a
+        // single copy the other search threads idled in line behind it.
         let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
         for _ in 0..config.search_threads.max(1) {
             let model = load_embedder(
@@ -167,7 +167,7 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
             copies.push(model);
         }
         info!(model = copies[0].model_id(), %provider, sessions = copies.len(), "query embedder loaded");
-        Some(EmbedWorker::spawn_copies(copies, "stillweb-embed", 1024)?)
+        Some(EmbedWorker::lend_copies(copies))
     } else {
         None
     };
