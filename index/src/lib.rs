@@ -18,25 +18,30 @@
 //! reorders the leading documents' best chunks. [`revector`] changes the document-level dense
 //! representation of a built index without embedding again.
 
+// The on-disk format both directions share.
 mod analyzer;
-mod bm25_at;
-mod build;
 pub mod checksums;
 pub mod dense;
 mod doc_ids;
 mod error;
+mod manifest;
+mod schema;
+
+// Building (writers, vectors, the graph) and reading (opening, lookups, vector search).
+mod build;
+mod read;
+
+// Query time: syntax, the search stages, fusion, evaluation.
 pub mod eval;
 pub mod fusion;
-mod manifest;
 pub mod query;
-mod reader;
-pub mod revector;
-mod schema;
 pub mod search;
+
+pub use build::revector;
 
 pub use build::{BuildOptions, BuildReport, build_index, build_index_with};
 pub use error::IndexError;
 pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use query::{ParsedQuery, parse};
-pub use reader::{SearchIndex, StoredDoc};
+pub use read::{SearchIndex, StoredDoc};
 pub use search::{Hit, Retriever, SearchParams, SearchResults};

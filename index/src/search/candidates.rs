@@ -12,8 +12,8 @@ use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader};
 
 use super::PreparedQuery;
 use super::filter::{bag_of_words, filtered};
-use crate::bm25_at::bm25_at;
 use crate::query::ParsedQuery;
+use crate::read::bm25_at::bm25_at;
 use crate::{IndexError, SearchIndex};
 
 /// A filtered search ranks the allowed pages exactly by their vectors when they have at most this

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tantivy::DocAddress;
 
 use super::PreparedQuery;
-use crate::bm25_at::bm25_at;
+use crate::read::bm25_at::bm25_at;
 use crate::{IndexError, SearchIndex};
 
 /// One chunk of the pool with its raw signals (`None` where the query does not use a signal, or

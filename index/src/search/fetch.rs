@@ -7,7 +7,7 @@ use tantivy::TantivyDocument;
 use tantivy::schema::Value;
 
 use super::{Hit, Ranked};
-use crate::reader::StoredDoc;
+use crate::read::StoredDoc;
 use crate::{IndexError, SearchIndex};
 
 /// Pages and chunk texts read so far in one search, by ordinal and chunk id.

@@ -2,6 +2,9 @@
 //! chunk, write both tantivy indexes into a temporary directory, verify counts and checksums, and
 //! publish by rename so that readers never see a half-built index.
 
+pub mod revector;
+pub(crate) mod vectors;
+
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::io::IsTerminal;
@@ -21,10 +24,11 @@ use crate::IndexError;
 use stillweb_model_core::Embedder;
 
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
-use crate::dense::{ChunkVectorWriter, DenseManifest, DocVectors};
+use crate::dense::{DenseManifest, DocVectors};
 use crate::doc_ids::DocIdWriter;
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
+use vectors::ChunkVectorWriter;
 
 /// Bad records logged one by one per file before the log switches to a summary.
 const BAD_RECORDS_LOGGED: u64 = 20;

@@ -1,6 +1,9 @@
 //! Opening a published index for reading: manifest checks, memory-mapped tantivy indexes with a
 //! manual reload policy (the index is read-only), and lookups by URL.
 
+pub(crate) mod bm25_at;
+pub(crate) mod vectors;
+
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
@@ -12,10 +15,10 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDoc
 
 use crate::IndexError;
 use crate::analyzer::{ANALYZER, english};
-use crate::dense::DenseIndex;
 use crate::doc_ids::DocIds;
 use crate::manifest::IndexManifest;
 use crate::schema::{ChunkFields, DocFields};
+use vectors::DenseIndex;
 
 /// A page as stored for visits.
 #[derive(Debug, Clone, PartialEq, Eq)]
