@@ -3,8 +3,8 @@
 //! exactly) and an HNSW graph (usearch) over document vectors for stage 1. Writing them is
 //! `build/vectors.rs`; searching them, `read/vectors.rs`.
 //!
-//! How a document is represented is a build parameter ([`DocVectors`]); `BENCHMARKS.md` has the
-//! measurement behind the default.
+//! How a document is represented is a build parameter ([`DocVectors`]);
+//! `benchmarks/HISTORY.md` has the measurement behind the default.
 
 use std::path::Path;
 
@@ -80,7 +80,7 @@ impl DenseManifest {
 
 /// How new graphs store their vectors. The graph only chooses candidates (stage 2 rescores their
 /// chunks exactly from `chunks.f32`), and i8 walks a quarter of the memory: at 1M chunks it
-/// searched ~5× faster than f32 for ~0.02 less recall@10 (BENCHMARKS.md, ANN).
+/// searched ~5× faster than f32 for ~0.02 less recall@10 (benchmarks/HISTORY.md, ANN).
 pub const GRAPH_QUANTIZATION: &str = "i8";
 
 /// The HNSW settings of every document graph, storing vectors as `quantization` (`f32`, `f16`

@@ -63,7 +63,7 @@ pub enum Mode {
 
 impl Mode {
     /// The default weights of each mode; hybrid's were chosen by the measurements in
-    /// `BENCHMARKS.md`.
+    /// `benchmarks/HISTORY.md`.
     pub fn weights(self) -> Weights {
         match self {
             Mode::Bm25 => Weights {
@@ -78,7 +78,8 @@ impl Mode {
             },
             // At the chunk level the cosine counts 2.5 times the BM25 score; the document's own BM25
             // score then weighs as much as its best chunk, which keeps exact-match constraints (a
-            // date, a name) decisive. Measured on SciFact and the fabricated items: BENCHMARKS.md.
+            // date, a name) decisive. Measured on SciFact and the fabricated items:
+            // benchmarks/HISTORY.md.
             Mode::Hybrid | Mode::Rerank => Weights {
                 bm25_doc: 1.0,
                 bm25_chunk: 1.0,
