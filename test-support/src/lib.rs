@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.canonicalize().unwrap_or(root)
 }
 
 /// Whether this is a CI run, where nothing may be skipped.
@@ -54,8 +55,12 @@ pub fn skip(reason: &str) {
 /// or `None` after [`skip`] when it is missing.
 pub fn shared_data() -> Option<PathBuf> {
     let dir = std::env::var_os("STILLWEB_SHARED_DATA")
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
+        .unwrap_or_else(|| {
+            let repo = repo();
+            repo.parent().unwrap_or(&repo).join("shared/data")
+        });
     if dir.is_dir() {
         return Some(dir);
     }

@@ -49,8 +49,8 @@ pub struct Answer {
 pub const MAX_QUERY_OPERATORS: usize = 32;
 
 /// Validates and runs one query; with a session, records it and makes its results visitable.
-/// Every single-search endpoint, native or compatible, goes through here (batches go through
-/// [`search`] and [`record`], to record in query order).
+/// Every single-search endpoint, native or compatible, goes through here (batches through
+/// [`answer_many`], which records in query order).
 pub async fn answer(
     state: &AppState,
     session: Option<&str>,
