@@ -132,34 +132,51 @@ pub fn recall_at(k: usize, ranked: &[String], judgements: &HashMap<String, i32>)
     found as f64 / relevant.len() as f64
 }
 
-/// Runs every query with `k = 100` and averages nDCG@10 and Recall@100.
+/// Results each BEIR query is ranked to (Recall@100 needs the top 100).
+pub const BEIR_DEPTH: usize = 100;
+/// Results each fabricated item is ranked to (gold@10).
+pub const ITEMS_DEPTH: usize = 10;
+
+/// Runs every query with `k = 100` through the retriever and scores the rankings.
 pub fn evaluate_beir(
     retriever: &Retriever,
     set: &BeirSet,
     params: &SearchParams,
 ) -> Result<BeirScores, IndexError> {
     let params = SearchParams {
-        k: 100,
+        k: BEIR_DEPTH,
         ..params.clone()
     };
+    let rankings = set
+        .queries
+        .iter()
+        .map(|(_, text)| {
+            Ok(retriever
+                .search(&parse(text), &params)?
+                .hits
+                .into_iter()
+                .map(|h| h.doc_id)
+                .collect())
+        })
+        .collect::<Result<Vec<Vec<String>>, IndexError>>()?;
+    Ok(score_beir(set, &rankings))
+}
+
+/// nDCG@10 and Recall@100 averaged over the set, from each query's ranked document ids (in the
+/// order of `set.queries`), however they were ranked: an index directory or a running server.
+pub fn score_beir(set: &BeirSet, rankings: &[Vec<String>]) -> BeirScores {
     let (mut ndcg, mut recall) = (0.0, 0.0);
-    for (qid, text) in &set.queries {
-        let ranked: Vec<String> = retriever
-            .search(&parse(text), &params)?
-            .hits
-            .into_iter()
-            .map(|h| h.doc_id)
-            .collect();
+    for ((qid, _), ranked) in set.queries.iter().zip(rankings) {
         let judgements = &set.qrels[qid];
-        ndcg += ndcg_at(10, &ranked, judgements);
-        recall += recall_at(100, &ranked, judgements);
+        ndcg += ndcg_at(10, ranked, judgements);
+        recall += recall_at(BEIR_DEPTH, ranked, judgements);
     }
     let n = set.queries.len() as f64;
-    Ok(BeirScores {
+    BeirScores {
         ndcg_at_10: ndcg / n,
         recall_at_100: recall / n,
         queries: set.queries.len(),
-    })
+    }
 }
 
 /// One fabricated item: a question whose answer only the gold page states.
@@ -209,24 +226,37 @@ fn key(url: &str) -> String {
     normalize_url(url).unwrap_or_else(|_| url.to_string())
 }
 
+/// Ranks every item's question to 10 through the retriever and scores the rankings.
 pub fn evaluate_items(
     retriever: &Retriever,
     items: &[FabricatedItem],
     params: &SearchParams,
 ) -> Result<ItemScores, IndexError> {
     let params = SearchParams {
-        k: 10,
+        k: ITEMS_DEPTH,
         ..params.clone()
     };
+    let rankings = items
+        .iter()
+        .map(|item| {
+            Ok(retriever
+                .search(&parse(&item.question), &params)?
+                .hits
+                .into_iter()
+                .map(|h| h.url)
+                .collect())
+        })
+        .collect::<Result<Vec<Vec<String>>, IndexError>>()?;
+    Ok(score_items(items, &rankings))
+}
+
+/// gold@1, gold@10 and the negatives above the gold, from each item's ranked result URLs (in
+/// the order of `items`), however they were ranked.
+pub fn score_items(items: &[FabricatedItem], rankings: &[Vec<String>]) -> ItemScores {
     let (mut at1, mut at10) = (0usize, 0usize);
     let mut above: BTreeMap<String, usize> = BTreeMap::new();
-    for item in items {
-        let ranked: Vec<String> = retriever
-            .search(&parse(&item.question), &params)?
-            .hits
-            .iter()
-            .map(|h| key(&h.url))
-            .collect();
+    for (item, urls) in items.iter().zip(rankings) {
+        let ranked: Vec<String> = urls.iter().map(|u| key(u)).collect();
         let gold = key(&item.gold_url);
         let gold_rank = ranked.iter().position(|u| *u == gold);
         at1 += usize::from(gold_rank == Some(0));
@@ -244,12 +274,12 @@ pub fn evaluate_items(
         }
     }
     let n = items.len() as f64;
-    Ok(ItemScores {
+    ItemScores {
         gold_at_1: at1 as f64 / n,
         gold_at_10: at10 as f64 / n,
         items: items.len(),
         negatives_above_gold: above,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -2,16 +2,21 @@
 
 mod bench;
 mod export;
+mod remote;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use stillweb_corpus::ingest::generated_id;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::checksums::Verified;
 use stillweb_index::dense::DocVectors;
-use stillweb_index::eval::{evaluate_beir, evaluate_items, load_beir, load_items};
+use stillweb_index::eval::{
+    BEIR_DEPTH, ITEMS_DEPTH, evaluate_beir, evaluate_items, load_beir, load_items, score_beir,
+    score_items,
+};
 use stillweb_index::fusion::Fusion;
 use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
@@ -91,8 +96,13 @@ enum Command {
     /// Evaluate retrieval quality; prints JSON.
     Eval {
         /// Index directory.
-        #[arg(long, env = "STILLWEB_INDEX")]
-        index: PathBuf,
+        #[arg(long, env = "STILLWEB_INDEX", required_unless_present = "target")]
+        index: Option<PathBuf>,
+        /// A running server (or coordinator) to evaluate through its HTTP API instead of an index
+        /// directory, e.g. http://127.0.0.1:8080; the ranking flags are then the server's own.
+        /// BEIR scores need it started with --max-k 100.
+        #[arg(long, conflicts_with = "index")]
+        target: Option<String>,
         /// A BEIR dataset directory (queries.jsonl, qrels/test.tsv): prints ndcg@10 and recall@100.
         #[arg(long, conflicts_with = "items", required_unless_present = "items")]
         beir: Option<PathBuf>,
@@ -380,7 +390,53 @@ fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
         Command::Eval {
+            target: Some(target),
+            beir,
+            items,
+            ..
+        } => {
+            let started = std::time::Instant::now();
+            let server = remote::Target::connect(&target)?;
+            let (mut output, refused) = if let Some(dir) = beir {
+                let set = load_beir(&dir)?;
+                let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
+                let ranked = server.rank(&texts, BEIR_DEPTH)?;
+                // Results carry URLs; BEIR documents' URLs carry their ids.
+                let ids: Vec<Vec<String>> = ranked
+                    .urls
+                    .iter()
+                    .map(|urls| {
+                        urls.iter()
+                            .map(|u| generated_id(u).unwrap_or_else(|| u.clone()))
+                            .collect()
+                    })
+                    .collect();
+                (
+                    serde_json::to_value(score_beir(&set, &ids))?,
+                    ranked.refused,
+                )
+            } else if let Some(path) = items {
+                let items = load_items(&path)?;
+                let texts: Vec<&str> = items.iter().map(|i| i.question.as_str()).collect();
+                let ranked = server.rank(&texts, ITEMS_DEPTH)?;
+                (
+                    serde_json::to_value(score_items(&items, &ranked.urls))?,
+                    ranked.refused,
+                )
+            } else {
+                anyhow::bail!("pass --beir DIR or --items FILE");
+            };
+            output["seconds"] = started.elapsed().as_secs_f64().into();
+            output["target"] = target.into();
+            output["refused"] = refused.into();
+            output["index"] = server.info["index"]["build_id"].clone();
+            output["mode"] = server.info["search"]["mode"].clone();
+            output["reranker"] = server.info["models"]["reranker"].clone();
+            println!("{}", serde_json::to_string_pretty(&output)?);
+        }
+        Command::Eval {
             index,
+            target: None,
             beir,
             items,
             ranking,
@@ -388,6 +444,9 @@ fn main() -> anyhow::Result<()> {
             reranker,
             rerank_pool,
         } => {
+            let Some(index) = index else {
+                anyhow::bail!("pass --index DIR or --target URL");
+            };
             let index = SearchIndex::open(&index)?;
             let has_dense = index.manifest().dense.is_some();
             let mode = ranking

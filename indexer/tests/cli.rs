@@ -301,6 +301,22 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     eprintln!("fabricated (hybrid, MiniLM): gold@1 {at1:.3} gold@10 {at10:.3}: {scores}");
     assert_eq!(scores["mode"], "hybrid");
     assert!(at1 >= 0.85 && at10 >= 0.99, "gold@1 {at1} gold@10 {at10}");
+    // Through a running server (items need only the top 10, which every server answers).
+    let url = serve(&out, &[]);
+    let items_file = data.join("fabricated/items.jsonl");
+    let remote = json(&indexer(&[
+        "eval",
+        "--target",
+        &url,
+        "--items",
+        path_str(&items_file),
+    ]));
+    assert_eq!(remote["gold@1"], scores["gold@1"], "{remote}");
+    assert_eq!(remote["gold@10"], scores["gold@10"], "{remote}");
+    assert_eq!(
+        remote["negatives_above_gold"],
+        scores["negatives_above_gold"]
+    );
 
     // The rerank mode runs the real Qwen3 reranker path (random-weight fixture): a 10-chunk pool
     // reorders at most 10 documents, all inside the top 10, so gold@10 cannot change.
@@ -496,6 +512,53 @@ fn scifact_dense_and_hybrid_quality_floors() {
         hybrid_recall >= 0.95,
         "hybrid Recall@100 {hybrid_recall} below 0.95"
     );
+
+    // The same evaluation through a running server's HTTP API gives the same scores: the
+    // server (hybrid by default) runs the same pipeline.
+    let url = serve(&index, &["--max-k", "100"]);
+    let remote = json(&indexer(&[
+        "eval",
+        "--target",
+        &url,
+        "--beir",
+        path_str(&beir),
+    ]));
+    assert_eq!(remote["ndcg@10"].as_f64(), Some(hybrid_ndcg), "{remote}");
+    assert_eq!(
+        remote["recall@100"].as_f64(),
+        Some(hybrid_recall),
+        "{remote}"
+    );
+    assert_eq!(remote["mode"], "hybrid");
+    // A server that answers 20 results at most cannot give Recall@100, and says how to fix it.
+    let narrow = serve(&index, &[]);
+    let refused = indexer(&["eval", "--target", &narrow, "--beir", path_str(&beir)]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--max-k 100"), "{stderr}");
+}
+
+/// A server on `index` with `flags`, in this process on 127.0.0.1:0 (the real accept loop); its
+/// base URL. It runs until the test binary exits.
+fn serve(index: &Path, flags: &[&str]) -> String {
+    use clap::Parser;
+    let mut args = vec!["stillweb-server", "--index", path_str(index)];
+    args.extend_from_slice(flags);
+    let config = stillweb_server::Args::parse_from(args)
+        .validate()
+        .expect("config");
+    let state = stillweb_server::prepare(config).expect("server state");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async move {
+            listener.set_nonblocking(true).expect("nonblocking");
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            stillweb_server::serve(listener, state, std::future::pending()).await;
+        });
+    });
+    url
 }
 
 #[test]

@@ -79,6 +79,11 @@ pub struct Args {
         default_value_t = 10_000
     )]
     pub embedding_cache_entries: usize,
+    /// Most results one native search (`/v1/search`, a batch entry) may ask for: 20, as live
+    /// search APIs allow; up to 1,000 for evaluating a deployment's Recall@100
+    /// (`stillweb-indexer eval --target`). Compatible endpoints keep their APIs' own limits.
+    #[arg(long, env = "STILLWEB_MAX_K", default_value_t = 20)]
+    pub max_k: i64,
     /// Most queries in one `POST /v1/search/batch`, and most messages in one MCP JSON-RPC
     /// batch.
     #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
@@ -144,6 +149,7 @@ pub struct Config {
     pub embedder: PathBuf,
     pub reranker: Option<PathBuf>,
     pub max_rerank_pool: usize,
+    pub max_k: i64,
     pub max_batch: usize,
     pub max_retrieve_batch: usize,
     pub max_in_flight: usize,
@@ -182,6 +188,12 @@ impl Args {
             || self.session_ttl_secs == 0
         {
             return Err("session limits (--max-sessions, --max-urls-per-session, --max-events-per-session, --session-ttl-secs) must be positive".into());
+        }
+        if !(1..=1000).contains(&self.max_k) {
+            return Err(format!(
+                "--max-k must be between 1 and 1000, got {}",
+                self.max_k
+            ));
         }
         if self.rerank_pool == 0 || self.rerank_pool > self.max_rerank_pool {
             return Err(format!(
@@ -233,6 +245,7 @@ impl Args {
                 .unwrap_or_else(stillweb_models::config::default_embedder_dir),
             reranker: self.reranker,
             max_rerank_pool: self.max_rerank_pool,
+            max_k: self.max_k,
             max_batch: self.max_batch.max(1),
             max_retrieve_batch: self.max_retrieve_batch,
             max_in_flight: self.max_in_flight.max(1),

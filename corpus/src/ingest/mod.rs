@@ -156,6 +156,17 @@ pub fn generated_url(source: &str, id: &str) -> String {
     )
 }
 
+/// The record id inside a URL made by [`generated_url`] (`None` for any other URL): how results
+/// that carry only URLs, such as a server's answers, map back to BEIR ids.
+pub fn generated_id(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://stillweb.invalid/")?;
+    let (_, id) = rest.split_once('/')?;
+    percent_encoding::percent_decode_str(id)
+        .decode_utf8()
+        .ok()
+        .map(|id| id.into_owned())
+}
+
 /// The checks every reader applies before it hands out a document. A record with a title and no
 /// body is a real document (classic collections such as CACM are half such records): it is
 /// indexed and searchable by its title. Only a record with neither is bad, so a reader derives a
@@ -178,6 +189,15 @@ pub(crate) fn finish(doc: Document, position: impl FnOnce() -> String) -> Item {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn generated_ids_read_back_from_their_urls() {
+        for id in ["4983", "doc/with slash", "ünïcode", ""] {
+            let url = generated_url("scifact", id);
+            assert_eq!(generated_id(&url).as_deref(), Some(id), "{url}");
+        }
+        assert_eq!(generated_id("https://en.wikipedia.org/wiki/X"), None);
+    }
+
     use super::*;
 
     fn read(format: SourceFormat, lines: &str) -> Vec<Item> {

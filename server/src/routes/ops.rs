@@ -191,7 +191,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "max_rerank_pool": config.max_rerank_pool,
         },
         "limits": {
-            "max_k": crate::service::search::MAX_K,
+            "max_k": config.max_k,
             "max_batch": config.max_batch,
             "max_retrieve_batch": config.max_retrieve_batch,
             "max_retrieve_body_bytes": config.max_retrieve_body_bytes,

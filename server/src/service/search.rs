@@ -15,7 +15,8 @@ use super::limits::check_kept;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
-/// Most results one search may ask for.
+/// Most results a compatible endpoint hands out, as the live APIs do, and the native default of
+/// `--max-k`.
 pub const MAX_K: i64 = 20;
 pub const DEFAULT_K: i64 = 10;
 
@@ -71,9 +72,10 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
     }
     check_kept("`query`", &query, state.config.max_query_chars)?;
     let k = request.k.unwrap_or(DEFAULT_K);
-    if !(1..=MAX_K).contains(&k) {
+    let max_k = state.config.max_k;
+    if !(1..=max_k).contains(&k) {
         return Err(ApiError::invalid(format!(
-            "`k` must be between 1 and {MAX_K}, got {k}"
+            "`k` must be between 1 and {max_k}, got {k}"
         )));
     }
     let parsed = parse(&query);
