@@ -453,6 +453,27 @@ fn each_stage_runs_alone_and_composes_into_the_search() {
             .iter()
             .all(|(o, _)| !lexical.contains(o))
     );
+    // The operators filter both retrievers' candidates (here an exclusion).
+    let filtered = index.prepare(
+        stillweb_index::parse("glacier quartz -falcon"),
+        retriever.embed("glacier quartz").expect("embed"),
+        &params.weights,
+    );
+    let kept = index
+        .candidates(&filtered, 50)
+        .expect("filtered candidates");
+    assert!(!kept.bm25.is_empty() && !kept.dense.is_empty());
+    let mut kept_pages = Pages::default();
+    index
+        .fetch(kept.ordinals(), [], &mut kept_pages)
+        .expect("fetch");
+    assert!(
+        kept_pages
+            .docs
+            .values()
+            .all(|d| !d.text.to_lowercase().contains("falcon")),
+        "an excluded word's pages were candidates"
+    );
     let json = serde_json::to_string(&candidates).expect("to json");
     let back: stillweb_index::search::Candidates = serde_json::from_str(&json).expect("from json");
     assert_eq!(back.bm25, candidates.bm25);
