@@ -20,6 +20,7 @@
 
 // The on-disk format both directions share.
 mod analyzer;
+pub mod bm25_stats;
 pub mod checksums;
 pub mod dense;
 mod doc_ids;

@@ -17,13 +17,14 @@ use crate::IndexError;
 /// again), in the same order; `None` where the record contains none of `terms`.
 pub(crate) fn bm25_at(
     searcher: &Searcher,
+    statistics: &dyn tantivy::query::Bm25StatisticsProvider,
     field: Field,
     terms: &[String],
     addresses: &[DocAddress],
 ) -> Result<Vec<Option<Score>>, IndexError> {
     let mut order: Vec<usize> = (0..addresses.len()).collect();
     order.sort_unstable_by_key(|&i| addresses[i]);
-    let scoring = EnableScoring::enabled_from_searcher(searcher);
+    let scoring = EnableScoring::enabled_from_statistics_provider(statistics, searcher);
     let weights: Vec<Box<dyn Weight>> = terms
         .iter()
         .map(|t| {
@@ -105,7 +106,7 @@ mod tests {
         let last = addresses.len() - 1;
         addresses.swap(0, last);
         addresses.push(addresses[5]);
-        let scores = bm25_at(&searcher, text, &terms, &addresses).expect("scores");
+        let scores = bm25_at(&searcher, &searcher, text, &terms, &addresses).expect("scores");
         assert_eq!(scores.len(), addresses.len());
         let mut matched = 0;
         for (address, score) in addresses.iter().zip(&scores) {

@@ -53,6 +53,9 @@ pub struct SearchIndex {
     /// where `doc_ids.bin` is missing.
     doc_id_columns: Vec<Option<StrColumn>>,
     dense: Option<DenseIndex>,
+    /// The whole corpus's BM25 statistics when this index holds part of it (a shard);
+    /// `None`: its own.
+    bm25_stats: Option<crate::bm25_stats::Bm25Stats>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -157,7 +160,37 @@ impl SearchIndex {
             ord_columns,
             doc_id_columns,
             dense,
+            bm25_stats: None,
         })
+    }
+
+    /// This index scoring BM25 with `stats` (the whole corpus's, when it holds part of it)
+    /// instead of its own.
+    pub fn with_bm25_stats(mut self, stats: crate::bm25_stats::Bm25Stats) -> SearchIndex {
+        self.bm25_stats = Some(stats);
+        self
+    }
+
+    /// The BM25 statistics the docs index scores with: the corpus's if given, else its own.
+    pub(crate) fn doc_statistics<'a>(
+        &'a self,
+        searcher: &'a Searcher,
+    ) -> &'a dyn tantivy::query::Bm25StatisticsProvider {
+        match &self.bm25_stats {
+            Some(stats) => &stats.docs,
+            None => searcher,
+        }
+    }
+
+    /// The BM25 statistics the chunks index scores with.
+    pub(crate) fn chunk_statistics<'a>(
+        &'a self,
+        searcher: &'a Searcher,
+    ) -> &'a dyn tantivy::query::Bm25StatisticsProvider {
+        match &self.bm25_stats {
+            Some(stats) => &stats.chunks,
+            None => searcher,
+        }
     }
 
     /// The dense part, if the index was built with an embedder.

@@ -74,7 +74,11 @@ impl SearchIndex {
                 bag_of_words(self.doc_fields.content, &query.terms),
                 filter.as_deref(),
             );
-            let top = searcher.search(&scored, &TopDocs::with_limit(limit).order_by_score())?;
+            let top = searcher.search_with_statistics_provider(
+                &scored,
+                &TopDocs::with_limit(limit).order_by_score(),
+                self.doc_statistics(&searcher),
+            )?;
             found.bm25 = top
                 .into_iter()
                 .filter_map(|(score, address)| Some((self.ord_at(address)?, score)))
@@ -135,7 +139,13 @@ impl SearchIndex {
             .into_iter()
             .filter_map(|o| Some((o, *self.doc_addresses.get(o as usize)?)))
             .unzip();
-        let scores = bm25_at(searcher, self.doc_fields.content, terms, &addresses)?;
+        let scores = bm25_at(
+            searcher,
+            self.doc_statistics(searcher),
+            self.doc_fields.content,
+            terms,
+            &addresses,
+        )?;
         Ok(ords
             .into_iter()
             .zip(scores)
@@ -160,7 +170,11 @@ impl SearchIndex {
             bag_of_words(self.doc_fields.content, &terms),
             filter.as_deref(),
         );
-        let top = searcher.search(&scored, &TopDocs::with_limit(k).order_by_score())?;
+        let top = searcher.search_with_statistics_provider(
+            &scored,
+            &TopDocs::with_limit(k).order_by_score(),
+            self.doc_statistics(&searcher),
+        )?;
         top.into_iter()
             .map(|(score, address)| Ok((self.doc_id_at(&searcher, address)?, score)))
             .collect()

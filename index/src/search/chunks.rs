@@ -37,8 +37,10 @@ impl SearchIndex {
             })
             .unzip();
         let bm25 = if query.is_lexical() {
+            let searcher = self.chunk_reader.searcher();
             bm25_at(
-                &self.chunk_reader.searcher(),
+                &searcher,
+                self.chunk_statistics(&searcher),
                 self.chunk_fields.context,
                 &query.terms,
                 &addresses,

@@ -1,0 +1,138 @@
+//! An index holding part of a corpus scores BM25 exactly as the whole corpus's index does once
+//! it is given the corpus's statistics (the basis of sharded serving), and differently without.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::json;
+use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::bm25_stats::Bm25Stats;
+use stillweb_index::search::Mode;
+use stillweb_index::search::fetch::Pages;
+use stillweb_index::{BuildOptions, SearchIndex, build_index, parse};
+
+const WORDS: &[&str] = &[
+    "river",
+    "mountain",
+    "engine",
+    "violin",
+    "comet",
+    "harvest",
+    "glacier",
+    "senate",
+    "protein",
+    "harbor",
+    "lantern",
+    "falcon",
+    "copper",
+    "orchard",
+    "thunder",
+    "cathedral",
+    "meadow",
+];
+
+/// Builds an index of the documents `keep` selects (by number) from one deterministic corpus.
+fn build(dir: &Path, name: &str, keep: impl Fn(usize) -> bool) -> SearchIndex {
+    let mut state: u64 = 7;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let mut lines = String::new();
+    for d in 0..400 {
+        let sentences: Vec<String> = (0..2 + next() % 5)
+            .map(|_| {
+                let words: Vec<&str> = (0..5 + next() % 8)
+                    .map(|_| WORDS[next() % WORDS.len()])
+                    .collect();
+                format!("The {}.", words.join(" "))
+            })
+            .collect();
+        if keep(d) {
+            let doc = json!({"id": d.to_string(), "url": format!("https://example.org/{d}"),
+                             "title": format!("Page {d}"), "text": sentences.join(" ")});
+            lines.push_str(&doc.to_string());
+            lines.push('\n');
+        }
+    }
+    let part = dir.join(name);
+    std::fs::create_dir_all(&part).expect("dir");
+    std::fs::write(part.join("docs.jsonl"), lines).expect("corpus");
+    std::fs::write(
+        part.join("m.toml"),
+        "name = \"part\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
+    )
+    .expect("manifest");
+    let corpus = CorpusManifest::load(&part.join("m.toml")).expect("manifest");
+    build_index(&corpus, &part.join("index"), &BuildOptions::default()).expect("build");
+    SearchIndex::open(&part.join("index")).expect("open")
+}
+
+/// Each candidate document's id with its BM25 and its chunks' BM25, for `query` (BM25 only).
+fn scores(index: &SearchIndex, query: &str) -> HashMap<String, (f32, Vec<Option<f32>>)> {
+    let prepared = index.prepare(parse(query), None, &Mode::Bm25.weights());
+    let candidates = index.candidates(&prepared, 1000).expect("candidates");
+    let chunks = index
+        .chunk_scores(&prepared, &candidates.ordinals())
+        .expect("chunks");
+    let mut pages = Pages::default();
+    index
+        .fetch(candidates.ordinals(), [], &mut pages)
+        .expect("fetch");
+    candidates
+        .bm25
+        .iter()
+        .map(|&(ord, score)| {
+            let chunk_scores = chunks
+                .iter()
+                .filter(|c| c.doc == ord)
+                .map(|c| c.bm25)
+                .collect();
+            (pages.docs[&ord].doc_id.clone(), (score, chunk_scores))
+        })
+        .collect()
+}
+
+#[test]
+fn a_part_scores_like_the_whole_with_the_whole_corpus_statistics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let whole = build(dir.path(), "whole", |_| true);
+    let even = build(dir.path(), "even", |d| d % 2 == 0);
+    let odd = build(dir.path(), "odd", |d| d % 2 == 1);
+
+    let stats = Bm25Stats::of(&[&even, &odd]).expect("parts' stats");
+    assert_eq!(stats, Bm25Stats::of(&[&whole]).expect("whole's stats"));
+    assert_eq!(stats.docs.records, 400);
+
+    let alone = scores(&even, "glacier falcon senate");
+    let even = even.with_bm25_stats(stats);
+    for query in [
+        "glacier falcon senate",
+        "violin",
+        "copper orchard thunder harbor",
+    ] {
+        let part = scores(&even, query);
+        let full = scores(&whole, query);
+        assert!(!part.is_empty(), "{query}");
+        for (id, (doc, chunks)) in &part {
+            let (full_doc, full_chunks) = &full[id];
+            // Chunk BM25 is summed in query order, so it is identical; stage 1's document BM25
+            // comes from tantivy's block-max WAND, whose summation order follows each index's
+            // own posting lists, so it may differ in the last bit.
+            assert_eq!(chunks, full_chunks, "{query}: document {id}'s chunks");
+            assert!(
+                (doc - full_doc).abs() <= 1e-6 * full_doc.abs().max(1.0),
+                "{query}: document {id}: {doc} vs {full_doc}"
+            );
+        }
+    }
+    // Without the corpus's statistics the part scores differently: the test can fail.
+    let with = scores(&even, "glacier falcon senate");
+    assert!(
+        alone
+            .iter()
+            .any(|(id, (doc, _))| (doc - with[id].0).abs() > 1e-3)
+    );
+}
