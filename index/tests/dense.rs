@@ -11,72 +11,12 @@ use stillweb_index::{BuildOptions, IndexError, Retriever, SearchIndex, build_ind
 use stillweb_model_core::Embedder;
 use stillweb_model_core::fake::HashingEmbedder;
 
-const WORDS: &[&str] = &[
-    "river",
-    "mountain",
-    "engine",
-    "violin",
-    "comet",
-    "harvest",
-    "glacier",
-    "senate",
-    "protein",
-    "harbor",
-    "lantern",
-    "falcon",
-    "copper",
-    "orchard",
-    "thunder",
-    "cathedral",
-    "meadow",
-    "reactor",
-    "sonnet",
-    "canyon",
-    "saddle",
-    "quartz",
-    "tundra",
-    "vaccine",
-    "pendulum",
-    "lagoon",
-    "turbine",
-    "fresco",
-    "monsoon",
-    "beacon",
-];
+mod support;
 
-/// A deterministic synthetic corpus: each document strings together words chosen by a simple LCG.
-fn write_corpus(dir: &Path, documents: usize) -> std::path::PathBuf {
-    let mut state: u64 = 42;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
-    let mut lines = String::new();
-    for d in 0..documents {
-        let sentences: Vec<String> = (0..3 + next() % 4)
-            .map(|_| {
-                let words: Vec<&str> = (0..6 + next() % 6)
-                    .map(|_| WORDS[next() % WORDS.len()])
-                    .collect();
-                format!("The {}.", words.join(" "))
-            })
-            .collect();
-        lines.push_str(&serde_json::json!({"id": d.to_string(), "url": format!("https://synthetic.example/{d}"), "title": format!("Doc {d}"), "text": sentences.join(" ")}).to_string());
-        lines.push('\n');
-    }
-    std::fs::write(dir.join("docs.jsonl"), lines).expect("write corpus");
-    std::fs::write(
-        dir.join("m.toml"),
-        "name = \"synthetic\"\n[[source]]\nformat = \"jsonl\"\npath = \"docs.jsonl\"\n",
-    )
-    .expect("write manifest");
-    dir.join("m.toml")
-}
+use support::{WORDS, write_corpus};
 
 fn build(dir: &Path, documents: usize, doc_vectors: DocVectors) -> SearchIndex {
-    let manifest = CorpusManifest::load(&write_corpus(dir, documents)).expect("manifest");
+    let manifest = CorpusManifest::load(&write_corpus(dir, documents, |_| true)).expect("manifest");
     let out = dir.join(format!("index-{doc_vectors:?}"));
     let options = BuildOptions {
         doc_vectors,
@@ -300,7 +240,8 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
 #[test]
 fn one_graph_thread_builds_identical_graphs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let manifest = CorpusManifest::load(&write_corpus(dir.path(), 400)).expect("manifest");
+    let manifest =
+        CorpusManifest::load(&write_corpus(dir.path(), 400, |_| true)).expect("manifest");
     let options = BuildOptions {
         graph_threads: 1,
         ..BuildOptions::default()
