@@ -22,16 +22,7 @@ fn server() -> Option<&'static str> {
             .validate()
             .expect("config");
             let state = stillweb_server::prepare(config).expect("prepare");
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-            let url = format!("http://{}", listener.local_addr().expect("addr"));
-            std::thread::spawn(move || {
-                let runtime = tokio::runtime::Runtime::new().expect("runtime");
-                runtime.block_on(async move {
-                    listener.set_nonblocking(true).expect("nonblocking");
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    stillweb_server::serve(listener, state, std::future::pending()).await;
-                });
-            });
+            let url = stillweb_server::serve_in_background(state).expect("serve");
             Some(url)
         })
         .as_deref()

@@ -274,6 +274,27 @@ pub async fn serve(
     }
 }
 
+/// Serves `state` on `127.0.0.1:0` from a thread of its own until the process exits, with the
+/// same accept loop as [`run`]; returns the base URL (`http://127.0.0.1:PORT`). For tests and
+/// tools that need a real server in process.
+pub fn serve_in_background(state: AppState) -> std::io::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let runtime = tokio::runtime::Runtime::new()?;
+    std::thread::Builder::new()
+        .name("stillweb-serve".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => serve(listener, state, std::future::pending()).await,
+                    Err(e) => warn!(error = %e, "cannot serve in the background"),
+                }
+            });
+        })?;
+    Ok(url)
+}
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
