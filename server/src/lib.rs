@@ -107,6 +107,7 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(compat::dialect::in_dialect))
+        .layer(middleware::from_fn(routes::ops::request_id))
         .with_state(state)
 }
 

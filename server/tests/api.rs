@@ -728,6 +728,18 @@ async fn metrics_info_request_ids_timing_and_caches() {
         .await
         .expect("response");
     assert!(!again.headers()["x-request-id"].is_empty());
+    // An unrouted path gets one too, in its dialect's error shape.
+    let (status, headers, _) = support::send(
+        &s,
+        Request::builder()
+            .uri("/nope")
+            .header("x-request-id", "req-404")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(headers["x-request-id"], "req-404");
     assert!(
         again.headers()["server-timing"]
             .to_str()

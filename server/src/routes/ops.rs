@@ -20,19 +20,9 @@ pub const REQUEST_ID: &str = "x-request-id";
 /// Routes that must answer even when the server is saturated.
 const UNLIMITED: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/info"];
 
-/// Gives every response an `X-Request-Id` (the caller's, if it sent a sane one), reads the
-/// request body (bounded in size and time) before the request takes one of the
-/// `--max-in-flight` slots (so slow senders hold none), turns requests away with 429 and
-/// `Retry-After` when every slot is taken, bounds the whole request by `--request-timeout-secs`
-/// (a batch's searches share it), and records the request in the metrics under its route
-/// pattern.
-pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
-    let method = request.method().to_string();
+/// Gives every response, routed or not (a 404 too), an `X-Request-Id`: the caller's, if it sent
+/// a sane one, else a new one. The outermost layer of the router.
+pub async fn request_id(request: Request, next: Next) -> Response {
     let id = request
         .headers()
         .get(REQUEST_ID)
@@ -47,7 +37,24 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
             HeaderValue::from_str(&crate::ids::request_id())
                 .unwrap_or(HeaderValue::from_static("-"))
         });
-    let mut response = match admit(&state, &route, request).await {
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(REQUEST_ID, id);
+    response
+}
+
+/// Reads the request body (bounded in size and time) before the request takes one of the
+/// `--max-in-flight` slots (so slow senders hold none), turns requests away with 429 and
+/// `Retry-After` when every slot is taken, bounds the whole request by `--request-timeout-secs`
+/// (a batch's searches share it), and records the request in the metrics under its route
+/// pattern.
+pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
+    let method = request.method().to_string();
+    let response = match admit(&state, &route, request).await {
         Ok((request, _slot)) => {
             match tokio::time::timeout(state.config.request_timeout, next.run(request)).await {
                 Ok(response) => response,
@@ -66,7 +73,6 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         }
         Err(refusal) => refusal,
     };
-    response.headers_mut().insert(REQUEST_ID, id);
     state.metrics.request(
         &route,
         &method,
