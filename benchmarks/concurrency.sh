@@ -27,16 +27,8 @@ loadtest=target/release/stillweb-loadtest
 for round in $(seq "$rounds"); do
   for server in "${servers[@]}"; do
     name=$(basename "$(dirname "$(readlink -f "$server")")")-$round
-    "$server" --index "$index" --listen 127.0.0.1:0 --result-cache-entries 0 --embedding-cache-entries 0 \
-      > "$out/$name.server.out" 2> "$out/$name.server.log" &
-    pid=$!
-    url=
-    for _ in $(seq 600); do
-      url=$(sed -n 's/^stillweb-server listening on //p' "$out/$name.server.out")
-      [ -n "$url" ] && break
-      kill -0 "$pid" 2> /dev/null || { cat "$out/$name.server.log" >&2; exit 1; }
-      sleep 0.5
-    done
+    SERVER_BIN=$server start_server "$out" "$name" "$index" \
+      --result-cache-entries 0 --embedding-cache-entries 0
     "$loadtest" --target "$url" --queries "$queries" --out "$out/$name-warm" --workload search \
       --concurrency 8 --duration 5 --seed 9 > /dev/null
     last=${concurrencies##* }

@@ -4,12 +4,13 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/stillweb
 models=${STILLWEB_MODELS:-$cache/models}
 export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
 
-# start_server DIR NAME INDEX [FLAGS...]: target/release/stillweb-server on a free loopback port,
-# its stdout and log in DIR/NAME.server.{out,log}; sets $url and $pid, or exits with the log.
+# start_server DIR NAME INDEX [FLAGS...]: the server ($SERVER_BIN, by default
+# target/release/stillweb-server) on a free loopback port, its stdout and log in
+# DIR/NAME.server.{out,log}; sets $url and $pid, or exits with the log.
 start_server() {
   local dir=$1 name=$2 index=$3
   shift 3
-  target/release/stillweb-server --index "$index" --listen 127.0.0.1:0 "$@" \
+  "${SERVER_BIN:-target/release/stillweb-server}" --index "$index" --listen 127.0.0.1:0 "$@" \
     > "$dir/$name.server.out" 2> "$dir/$name.server.log" &
   pid=$!
   for _ in $(seq 600); do
