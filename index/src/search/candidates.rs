@@ -70,16 +70,8 @@ impl SearchIndex {
             ..Candidates::default()
         };
         if query.is_lexical() {
-            let scored = filtered(
-                bag_of_words(self.doc_fields.content, &query.terms),
-                filter.as_deref(),
-            );
-            let top = searcher.search_with_statistics_provider(
-                &scored,
-                &TopDocs::with_limit(limit).order_by_score(),
-                self.doc_statistics(&searcher),
-            )?;
-            found.bm25 = top
+            found.bm25 = self
+                .top_bm25(&searcher, &query.terms, filter.as_deref(), limit)?
                 .into_iter()
                 .filter_map(|(score, address)| Some((self.ord_at(address)?, score)))
                 .collect();
@@ -166,18 +158,27 @@ impl SearchIndex {
         }
         let searcher = self.doc_reader.searcher();
         let (filter, _) = self.page_filter(query, &searcher)?;
-        let scored = filtered(
-            bag_of_words(self.doc_fields.content, &terms),
-            filter.as_deref(),
-        );
-        let top = searcher.search_with_statistics_provider(
-            &scored,
-            &TopDocs::with_limit(k).order_by_score(),
-            self.doc_statistics(&searcher),
-        )?;
-        top.into_iter()
+        self.top_bm25(&searcher, &terms, filter.as_deref(), k)?
+            .into_iter()
             .map(|(score, address)| Ok((self.doc_id_at(&searcher, address)?, score)))
             .collect()
+    }
+
+    /// The `limit` best pages by BM25 over title + body (the index's, or the corpus's
+    /// statistics) among those `filter` allows, best first.
+    fn top_bm25(
+        &self,
+        searcher: &tantivy::Searcher,
+        terms: &[String],
+        filter: Option<&dyn tantivy::query::Query>,
+        limit: usize,
+    ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+        let scored = filtered(bag_of_words(self.doc_fields.content, terms), filter);
+        Ok(searcher.search_with_statistics_provider(
+            &scored,
+            &TopDocs::with_limit(limit).order_by_score(),
+            self.doc_statistics(searcher),
+        )?)
     }
 }
 
