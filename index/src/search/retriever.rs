@@ -56,12 +56,18 @@ impl Retriever {
     /// query is embedded (one query per model call, so its vector never depends on others).
     pub fn embed(&self, text: &str) -> Result<Option<Vec<f32>>, IndexError> {
         match &self.embedder {
-            Some(e) if !text.trim().is_empty() => e
+            Some(e) if self.embeds(text) => e
                 .embed_query(text)
                 .map(Some)
                 .map_err(|e| IndexError::Model(e.to_string())),
             _ => Ok(None),
         }
+    }
+
+    /// Whether [`Retriever::embed`] gives `text` a vector: with an embedder, for text that is
+    /// not blank (callers that cache vectors ask first).
+    pub fn embeds(&self, text: &str) -> bool {
+        self.embedder.is_some() && !text.trim().is_empty()
     }
 
     /// Embeds the query (when the parameters use vectors) and runs every stage.

@@ -193,21 +193,18 @@ pub async fn run_search(
     let metrics = state.metrics.clone();
     let work = state.pool.run(move || {
         let started = Instant::now();
-        let embedded = retriever.embedder_id().is_some() && !query.text.trim().is_empty();
-        let vector = match embedded.then(|| embeddings.get(&query.text)) {
-            None => None,
-            Some(Some(v)) => {
-                metrics.cache("embeddings", true);
-                Some(v.to_vec())
+        let vector = if !retriever.embeds(&query.text) {
+            None
+        } else if let Some(v) = embeddings.get(&query.text) {
+            metrics.cache("embeddings", true);
+            Some(v.to_vec())
+        } else {
+            metrics.cache("embeddings", false);
+            let v = retriever.embed(&query.text).map_err(ApiError::internal)?;
+            if let Some(v) = &v {
+                embeddings.insert(query.text.clone(), Arc::new(v.clone()));
             }
-            Some(None) => {
-                metrics.cache("embeddings", false);
-                let v = retriever.embed(&query.text).map_err(ApiError::internal)?;
-                if let Some(v) = &v {
-                    embeddings.insert(query.text.clone(), Arc::new(v.clone()));
-                }
-                v
-            }
+            v
         };
         let embed = started.elapsed();
         let mut results = retriever
