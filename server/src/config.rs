@@ -294,6 +294,16 @@ mod tests {
     }
 
     #[test]
+    fn max_k_defaults_to_the_live_apis_limit_and_is_bounded() {
+        assert_eq!(validate(&[]).expect("defaults").max_k, 20);
+        assert_eq!(validate(&["--max-k", "100"]).expect("raised").max_k, 100);
+        for bad in ["0", "1001"] {
+            let err = validate(&["--max-k", bad]).expect_err("out of range");
+            assert!(err.contains("--max-k must be between 1 and 1000"), "{err}");
+        }
+    }
+
+    #[test]
     fn retrieve_batches_get_a_body_limit_to_match_and_timeouts_are_positive() {
         let config = validate(&[]).expect("defaults");
         assert_eq!(config.max_retrieve_batch, 4096);
