@@ -56,6 +56,47 @@ impl Bm25Stats {
         }
         Ok(stats)
     }
+
+    /// The statistics of a collection made of parts with statistics `parts`.
+    pub fn sum(parts: &[Bm25Stats]) -> Bm25Stats {
+        let mut total = Bm25Stats::default();
+        for part in parts {
+            total.docs.add(&part.docs);
+            total.chunks.add(&part.chunks);
+        }
+        total
+    }
+
+    /// These totals, with the document frequencies of only the terms `part` holds: all a part
+    /// needs, since a term it lacks matches nothing there.
+    pub fn restricted_to(&self, part: &Bm25Stats) -> Bm25Stats {
+        Bm25Stats {
+            docs: self.docs.restricted_to(&part.docs),
+            chunks: self.chunks.restricted_to(&part.chunks),
+        }
+    }
+}
+
+impl FieldStats {
+    fn add(&mut self, other: &FieldStats) {
+        self.records += other.records;
+        self.tokens += other.tokens;
+        for (term, n) in &other.doc_freq {
+            *self.doc_freq.entry(term.clone()).or_default() += n;
+        }
+    }
+
+    fn restricted_to(&self, part: &FieldStats) -> FieldStats {
+        FieldStats {
+            records: self.records,
+            tokens: self.tokens,
+            doc_freq: part
+                .doc_freq
+                .keys()
+                .filter_map(|t| Some((t.clone(), *self.doc_freq.get(t)?)))
+                .collect(),
+        }
+    }
 }
 
 /// Adds `searcher`'s statistics of `field` to `into`.

@@ -47,6 +47,8 @@ pub enum IndexError {
     },
     #[error("{path} already exists; pass --force to replace it")]
     Exists { path: PathBuf },
+    #[error("shard set at {path}: {reason}")]
+    Shards { path: PathBuf, reason: String },
     #[error("model: {0}")]
     Model(String),
     #[error(

@@ -10,6 +10,8 @@
 //!   docs/           one tantivy document per page: title, body (stored), url, host, date
 //!   chunks/         one tantivy document per chunk: title + chunk text, document ordinal
 //!   dense/          (indexes built with an embedder) chunk vectors and the HNSW document graph
+//!   global_ords.bin (a shard) each document's ordinal in the whole corpus
+//!   bm25_stats.json (a shard) the whole corpus's BM25 statistics for the shard's terms
 //! ```
 //!
 //! Retrieval ([`search`]) runs in two stages: BM25 and the dense document index select candidates;
@@ -27,6 +29,7 @@ mod doc_ids;
 mod error;
 mod manifest;
 mod schema;
+pub mod shard;
 
 // Building (writers, vectors, the graph) and reading (opening, lookups, vector search).
 mod build;
@@ -40,7 +43,7 @@ pub mod search;
 
 pub use build::revector;
 
-pub use build::{BuildOptions, BuildReport, build_index, build_index_with};
+pub use build::{BuildOptions, BuildReport, build_index, build_index_with, build_shards};
 pub use error::IndexError;
 pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use query::{ParsedQuery, parse};

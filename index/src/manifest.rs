@@ -34,6 +34,9 @@ pub struct IndexManifest {
     /// Present when the index has dense vectors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dense: Option<crate::dense::DenseManifest>,
+    /// Present when the index is one shard of a set (see `crate::shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardManifest>,
 }
 
 /// Per-source counts, as the build report prints them.
@@ -82,6 +85,7 @@ impl IndexManifest {
         chunker: &ChunkerConfig,
         analyzer: &str,
         dense: Option<&crate::dense::DenseManifest>,
+        shards: Option<u32>,
     ) -> String {
         let mut h = Sha256::new();
         h.update(format!(
@@ -101,7 +105,11 @@ impl IndexManifest {
         for s in sources {
             h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));
         }
-        hex::encode(h.finalize())[..16].to_string()
+        let single = hex::encode(h.finalize())[..16].to_string();
+        match shards {
+            Some(count) => crate::shard::set_build_id(&single, count),
+            None => single,
+        }
     }
 
     pub fn read(dir: &Path) -> Result<IndexManifest, IndexError> {

@@ -20,7 +20,10 @@ use stillweb_index::eval::{
 use stillweb_index::fusion::Fusion;
 use stillweb_index::revector::rebuild_doc_vectors;
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
-use stillweb_index::{BuildOptions, Retriever, SearchIndex, SearchParams, build_index_with};
+use stillweb_index::{
+    BuildOptions, IndexManifest, Retriever, SearchIndex, SearchParams, build_index_with,
+    build_shards,
+};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use stillweb_models::{Embedder, Engine, ExecutionProvider, Reranker, load_reranker};
 
@@ -66,6 +69,22 @@ enum Command {
         /// for byte every time (slower); more threads give graphs that differ a little per build.
         #[arg(long, default_value_t = 0)]
         graph_threads: usize,
+        /// Build a set of N document shards, `--out/shard-0` … `--out/shard-{N-1}` (each an index
+        /// directory a shard server opens; documents assigned by a hash of their URL), then
+        /// finalize the set (corpus-wide BM25 statistics into every shard).
+        #[arg(long)]
+        shards: Option<u32>,
+        /// With --shards: build only shard I (one job of many, e.g. a Kubernetes indexed Job);
+        /// run `stillweb-indexer finalize --out DIR` once every shard is built.
+        #[arg(long, requires = "shards")]
+        shard: Option<u32>,
+    },
+    /// Finalize a shard set built with `build --shards N --shard I` jobs: check that the shards
+    /// belong together and give each the corpus-wide BM25 statistics; prints JSON.
+    Finalize {
+        /// The set's directory (holding shard-0 … shard-{N-1}).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Check every file of an index against the checksums its build wrote (what the server does
     /// before it reports ready); prints files, bytes, seconds and GB/s (JSON), or fails naming
@@ -249,6 +268,27 @@ impl RankingArgs {
     }
 }
 
+/// One line per source file read: documents, duplicates, bad records, skips (on stderr).
+fn print_sources(manifest: &IndexManifest) {
+    for source in &manifest.sources {
+        for file in &source.files {
+            eprintln!(
+                "{:<24} {:<70} documents {:>7}  duplicates {:>5}  bad {:>4}  skipped {:?}{}",
+                source.name,
+                file.path,
+                file.documents,
+                file.duplicates,
+                file.bad_records,
+                file.skipped,
+                file.ignored
+                    .as_deref()
+                    .map(|r| format!("  (ignored: {r})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -268,6 +308,8 @@ fn main() -> anyhow::Result<()> {
             model,
             doc_vectors,
             graph_threads,
+            shards,
+            shard,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&max_bad_fraction),
@@ -283,31 +325,38 @@ fn main() -> anyhow::Result<()> {
                 ..BuildOptions::default()
             };
             let mut embedder = if no_dense { None } else { Some(model.load()?) };
-            let report = build_index_with(
-                &corpus,
-                &out,
-                &options,
-                embedder.as_mut().map(|e| e as &mut dyn Embedder),
-            )
-            .with_context(|| format!("building {} from {}", out.display(), manifest.display()))?;
-            for source in &report.manifest.sources {
-                for file in &source.files {
-                    eprintln!(
-                        "{:<24} {:<70} documents {:>7}  duplicates {:>5}  bad {:>4}  skipped {:?}{}",
-                        source.name,
-                        file.path,
-                        file.documents,
-                        file.duplicates,
-                        file.bad_records,
-                        file.skipped,
-                        file.ignored
-                            .as_deref()
-                            .map(|r| format!("  (ignored: {r})"))
-                            .unwrap_or_default()
-                    );
+            let embedder = embedder.as_mut().map(|e| e as &mut dyn Embedder);
+            let building = || format!("building {} from {}", out.display(), manifest.display());
+            match shards {
+                None => {
+                    let report = build_index_with(&corpus, &out, &options, embedder)
+                        .with_context(building)?;
+                    print_sources(&report.manifest);
+                    println!("{}", serde_json::to_string_pretty(&report.manifest)?);
+                }
+                Some(count) => {
+                    let reports = build_shards(&corpus, &out, count, shard, &options, embedder)
+                        .with_context(building)?;
+                    if let Some(first) = reports.first() {
+                        print_sources(&first.manifest);
+                    }
+                    let manifests: Vec<_> = reports.iter().map(|r| &r.manifest).collect();
+                    println!("{}", serde_json::to_string_pretty(&manifests)?);
                 }
             }
-            println!("{}", serde_json::to_string_pretty(&report.manifest)?);
+        }
+        Command::Finalize { out } => {
+            let report = stillweb_index::shard::finalize(&out)
+                .with_context(|| format!("finalizing the shard set at {}", out.display()))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "build_id": report.build_id,
+                    "shards": report.shards,
+                    "documents": report.documents,
+                    "chunks": report.chunks,
+                })
+            );
         }
         Command::DocVectors {
             index,

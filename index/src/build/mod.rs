@@ -28,6 +28,7 @@ use crate::dense::{DenseManifest, DocVectors};
 use crate::doc_ids::DocIdWriter;
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
+use crate::shard::{GlobalOrds, ShardManifest, ShardOf, shard_of};
 use vectors::ChunkVectorWriter;
 
 /// Bad records logged one by one per file before the log switches to a summary.
@@ -48,6 +49,8 @@ pub struct BuildOptions {
     /// Threads inserting the document graph's nodes; 0: one per core. 1 makes the graph
     /// reproducible byte for byte (more threads are faster, but their graphs differ a little).
     pub graph_threads: usize,
+    /// Build only this shard of a set (see [`crate::shard`]).
+    pub shard: Option<ShardOf>,
 }
 
 impl Default for BuildOptions {
@@ -59,6 +62,7 @@ impl Default for BuildOptions {
             chunker: ChunkerConfig::default(),
             doc_vectors: DocVectors::BestChunk,
             graph_threads: 0,
+            shard: None,
         }
     }
 }
@@ -118,6 +122,49 @@ pub fn build_index_with(
         "index published"
     );
     Ok(BuildReport { manifest, elapsed })
+}
+
+/// Builds shards of the set at `set` (`set/shard-I`): shard `only`, as one job of many (the set
+/// is finalized by [`crate::shard::finalize`] once every shard exists), or all `count` one
+/// after another, then finalizes the set.
+pub fn build_shards(
+    corpus: &CorpusManifest,
+    set: &Path,
+    count: u32,
+    only: Option<u32>,
+    options: &BuildOptions,
+    mut embedder: Option<&mut dyn Embedder>,
+) -> Result<Vec<BuildReport>, IndexError> {
+    let invalid = |reason: String| IndexError::Shards {
+        path: set.to_path_buf(),
+        reason,
+    };
+    if count == 0 {
+        return Err(invalid("--shards must be at least 1".into()));
+    }
+    if let Some(i) = only.filter(|&i| i >= count) {
+        return Err(invalid(format!(
+            "--shard {i} is outside 0..{count} (shards are numbered from 0)"
+        )));
+    }
+    let mut reports = Vec::new();
+    for index in only.map_or(0..count, |i| i..i + 1) {
+        let options = BuildOptions {
+            shard: Some(ShardOf { index, count }),
+            ..options.clone()
+        };
+        let out = crate::shard::shard_dir(set, index);
+        reports.push(build_index_with(
+            corpus,
+            &out,
+            &options,
+            embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder),
+        )?);
+    }
+    if only.is_none() {
+        crate::shard::finalize(set)?;
+    }
+    Ok(reports)
 }
 
 /// The temporary directory beside `out` that an index for `out` is built in (`.NAME.tmp-PID`),
@@ -307,7 +354,12 @@ fn build_into(
             chunk_counts: Vec::new(),
         });
     }
-    let mut seen_urls: HashSet<u128> = HashSet::new();
+    let mut stream = Stream {
+        seen: HashSet::new(),
+        next: 0,
+        shard: options.shard,
+        kept: Vec::new(),
+    };
     let mut sources = Vec::new();
     for mut plan in plans {
         let mut reports = std::mem::take(&mut plan.report.files);
@@ -316,7 +368,7 @@ fn build_into(
                 info!(source = %plan.report.name, file = %file.display(), reason = %reason, "file ignored");
                 continue;
             }
-            ingest_file(file, &plan, report, &mut writers, &mut seen_urls, options)?;
+            ingest_file(file, &plan, report, &mut writers, &mut stream, options)?;
         }
         plan.report.files = reports;
         check_source(&plan, options)?;
@@ -351,6 +403,9 @@ fn build_into(
         None => None,
     };
     writers.ids.finish()?;
+    if options.shard.is_some() {
+        GlobalOrds::write(tmp, &stream.kept)?;
+    }
     writers.docs.commit()?;
     writers.chunks.commit()?;
     let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
@@ -370,6 +425,7 @@ fn build_into(
             &options.chunker,
             ANALYZER_DESCRIPTION,
             dense.as_ref(),
+            options.shard.map(|s| s.count),
         ),
         stillweb_version: env!("CARGO_PKG_VERSION").to_string(),
         created_unix: std::time::SystemTime::now()
@@ -384,6 +440,13 @@ fn build_into(
         duplicates,
         bad_records,
         dense,
+        shard: options.shard.map(|s| ShardManifest {
+            index: s.index,
+            count: s.count,
+            corpus_documents: stream.next,
+            corpus_chunks: None,
+            finalized: false,
+        }),
     };
     manifest.write(tmp)?;
     Ok(manifest)
@@ -434,7 +497,7 @@ fn ingest_file(
     plan: &SourcePlan,
     report: &mut FileReport,
     writers: &mut Writers,
-    seen_urls: &mut HashSet<u128>,
+    stream: &mut Stream,
     options: &BuildOptions,
 ) -> Result<(), IndexError> {
     let items = ingest::open(file, plan.report.format, &plan.context)?;
@@ -448,11 +511,14 @@ fn ingest_file(
                 let Ok(key) = normalize_url(&doc.url) else {
                     continue;
                 };
-                if !seen_urls.insert(url_hash(&key)) {
-                    report.duplicates += 1;
-                    continue;
+                match stream.admit(&key) {
+                    Admit::Duplicate => {
+                        report.duplicates += 1;
+                        continue;
+                    }
+                    Admit::Elsewhere => {}
+                    Admit::Here => writers.add(doc, &key, &options.chunker)?,
                 }
-                writers.add(doc, &key, &options.chunker)?;
                 progress.tick(report.documents);
             }
             Item::Skipped(reason) => *report.skipped.entry(reason.to_string()).or_default() += 1,
@@ -477,6 +543,43 @@ fn ingest_file(
         "file read"
     );
     Ok(())
+}
+
+/// The deduplicated document stream: every build reads all of it, so a shard's documents get
+/// the single build's global ordinals.
+struct Stream {
+    seen: HashSet<u128>,
+    /// The next document's global ordinal.
+    next: u64,
+    shard: Option<ShardOf>,
+    /// The global ordinals of the documents this build keeps (a shard's).
+    kept: Vec<u64>,
+}
+
+enum Admit {
+    /// An earlier document had the URL.
+    Duplicate,
+    /// Another shard's document.
+    Elsewhere,
+    /// This build's.
+    Here,
+}
+
+impl Stream {
+    fn admit(&mut self, url_key: &str) -> Admit {
+        if !self.seen.insert(url_hash(url_key)) {
+            return Admit::Duplicate;
+        }
+        let global = self.next;
+        self.next += 1;
+        match self.shard {
+            Some(s) if shard_of(url_key, s.count) != s.index => Admit::Elsewhere,
+            _ => {
+                self.kept.push(global);
+                Admit::Here
+            }
+        }
+    }
 }
 
 /// 128-bit hash of a normalised URL: the duplicate set stays small at tens of millions of URLs.

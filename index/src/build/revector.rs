@@ -38,6 +38,7 @@ pub fn rebuild_doc_vectors(
         &manifest.chunker,
         &manifest.analyzer,
         Some(&dense),
+        manifest.shard.as_ref().map(|s| s.count),
     );
     manifest.created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -51,6 +52,15 @@ pub fn rebuild_doc_vectors(
         // Indexes built before the id table have none; they read ids from the docs index.
         if source.join(DOC_IDS).is_file() {
             link_file(&source.join(DOC_IDS), &tmp.join(DOC_IDS))?;
+        }
+        // A shard's ordinal map and corpus statistics.
+        for file in [
+            crate::shard::GLOBAL_ORDS_FILE,
+            crate::shard::BM25_STATS_FILE,
+        ] {
+            if source.join(file).is_file() {
+                link_file(&source.join(file), &tmp.join(file))?;
+            }
         }
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;

@@ -18,11 +18,13 @@ use crate::analyzer::{ANALYZER, english};
 use crate::doc_ids::DocIds;
 use crate::manifest::IndexManifest;
 use crate::schema::{ChunkFields, DocFields};
+use crate::shard::GlobalOrds;
 use vectors::DenseIndex;
 
 /// A page as stored for visits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredDoc {
+    /// Its ordinal in the whole corpus.
     pub ord: u64,
     pub doc_id: String,
     pub url: String,
@@ -56,6 +58,9 @@ pub struct SearchIndex {
     /// The whole corpus's BM25 statistics when this index holds part of it (a shard);
     /// `None`: its own.
     bm25_stats: Option<crate::bm25_stats::Bm25Stats>,
+    /// Each document's ordinal in the whole corpus (the identity unless a shard): what every
+    /// search stage hands out and takes.
+    pub(crate) global_ords: GlobalOrds,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -83,8 +88,30 @@ fn open_part(dir: &Path, part: &str) -> Result<(Index, IndexReader), IndexError>
 
 impl SearchIndex {
     /// Opens the index at `dir`, refusing one whose manifest is missing, of another format
-    /// version, or whose counts disagree with what is on disk.
+    /// version, or whose counts disagree with what is on disk, and a shard whose set was not
+    /// finalized (it would score BM25 with its own statistics). A shard scores with the
+    /// corpus's statistics and hands out global ordinals.
     pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
+        let mut index = SearchIndex::open_unfinalized(dir)?;
+        if let Some(shard) = index.manifest.shard.clone() {
+            if !shard.finalized {
+                return Err(IndexError::Shards {
+                    path: dir.to_path_buf(),
+                    reason: format!(
+                        "shard {} of {} is not finalized (no corpus-wide BM25 statistics yet); run `stillweb-indexer finalize --out {}` once every shard is built",
+                        shard.index,
+                        shard.count,
+                        dir.parent().unwrap_or(dir).display()
+                    ),
+                });
+            }
+            index.bm25_stats = Some(crate::shard::read_stats(dir)?);
+        }
+        Ok(index)
+    }
+
+    /// [`SearchIndex::open`] without the shard's corpus statistics (to compute them).
+    pub(crate) fn open_unfinalized(dir: &Path) -> Result<SearchIndex, IndexError> {
         if !dir.is_dir() {
             return Err(IndexError::Missing {
                 path: dir.to_path_buf(),
@@ -145,6 +172,10 @@ impl SearchIndex {
             Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
             None => None,
         };
+        let global_ords = match &manifest.shard {
+            Some(_) => GlobalOrds::read(dir, manifest.documents)?,
+            None => GlobalOrds::default(),
+        };
         Ok(SearchIndex {
             dir: dir.to_path_buf(),
             manifest,
@@ -161,6 +192,7 @@ impl SearchIndex {
             doc_id_columns,
             dense,
             bm25_stats: None,
+            global_ords,
         })
     }
 
@@ -318,10 +350,11 @@ impl SearchIndex {
                 .to_string()
         };
         Ok(StoredDoc {
-            ord: doc
-                .get_first(f.ord)
-                .and_then(|v| v.as_u64())
-                .unwrap_or_default(),
+            ord: self.global_ords.global(
+                doc.get_first(f.ord)
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or_default(),
+            ),
             doc_id: text(f.doc_id),
             url: text(f.url),
             title: text(f.title),

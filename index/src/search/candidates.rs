@@ -11,15 +11,10 @@ use tantivy::columnar::Column;
 use tantivy::{DocAddress, DocId, Score, SegmentOrdinal, SegmentReader};
 
 use super::PreparedQuery;
-use super::filter::{bag_of_words, filtered};
+use super::filter::{FilterPlan, bag_of_words, filtered, ranks_exactly};
 use crate::query::ParsedQuery;
 use crate::read::bm25_at::bm25_at;
 use crate::{IndexError, SearchIndex};
-
-/// A filtered search ranks the allowed pages exactly by their vectors when they have at most this
-/// many chunks (fewer vectors read than the deeper graph search it replaces visits); past it, the
-/// graph is searched further.
-const EXACT_FILTERED_CHUNKS: u64 = 20_000;
 
 /// What stage 1 found: each retriever's documents with their raw scores, best first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -54,16 +49,29 @@ impl Candidates {
 }
 
 impl SearchIndex {
-    /// Stage 1: the `limit` best documents of each retriever the query uses, under its filter.
+    /// Stage 1: the `limit` best documents of each retriever the query uses, under its filter,
+    /// by their ordinals in the whole corpus.
     pub fn candidates(
         &self,
         query: &PreparedQuery,
         limit: usize,
     ) -> Result<Candidates, IndexError> {
+        self.candidates_planned(query, limit, None)
+    }
+
+    /// [`SearchIndex::candidates`] with the decisions about the query's filter made by `plan`
+    /// (on the whole corpus's [`FilterCounts`](super::filter::FilterCounts), for a shard), or
+    /// on this index's counts when `None`.
+    pub fn candidates_planned(
+        &self,
+        query: &PreparedQuery,
+        limit: usize,
+        plan: Option<FilterPlan>,
+    ) -> Result<Candidates, IndexError> {
         let limit = limit.max(1);
         let searcher = self.doc_reader.searcher();
         let started = Instant::now();
-        let (filter, relaxed) = self.page_filter(&query.parsed, &searcher)?;
+        let (filter, relaxed) = self.page_filter(&query.parsed, &searcher, plan)?;
         let mut found = Candidates {
             relaxed,
             filter_time: started.elapsed(),
@@ -83,15 +91,12 @@ impl SearchIndex {
                     // The pages the filter allows: when their chunks are few, rank them all
                     // exactly; otherwise look further in the graph so that enough of the
                     // nearest pages survive the filter.
-                    let allowed = searcher.search(f.as_ref(), &SortedOrds)?;
-                    let chunks: u64 = allowed
-                        .iter()
-                        .map(|&o| {
-                            let range = self.chunk_range(o);
-                            range.end - range.start
-                        })
-                        .sum();
-                    if chunks <= EXACT_FILTERED_CHUNKS {
+                    let allowed = self.allowed(&searcher, f.as_ref())?;
+                    let exact = match plan {
+                        Some(plan) => plan.exact,
+                        None => ranks_exactly(self.chunks_of(&allowed)),
+                    };
+                    if exact {
                         dense.rank_exactly(
                             vector,
                             allowed.into_iter().map(|o| (o, self.chunk_range(o))),
@@ -107,6 +112,12 @@ impl SearchIndex {
             found.dense.truncate(limit);
             if query.is_lexical() {
                 found.dense_bm25 = self.doc_bm25(&searcher, &query.terms, &found)?;
+            }
+        }
+        // Handed out as the corpus's ordinals (a shard's differ from its own).
+        for list in [&mut found.bm25, &mut found.dense, &mut found.dense_bm25] {
+            for (ord, _) in list.iter_mut() {
+                *ord = self.global_ords.global(*ord);
             }
         }
         Ok(found)
@@ -157,7 +168,7 @@ impl SearchIndex {
             return Ok(Vec::new());
         }
         let searcher = self.doc_reader.searcher();
-        let (filter, _) = self.page_filter(query, &searcher)?;
+        let (filter, _) = self.page_filter(query, &searcher, None)?;
         self.top_bm25(&searcher, &terms, filter.as_deref(), k)?
             .into_iter()
             .map(|(score, address)| Ok((self.doc_id_at(&searcher, address)?, score)))
@@ -165,7 +176,12 @@ impl SearchIndex {
     }
 
     /// The `limit` best pages by BM25 over title + body (the index's, or the corpus's
-    /// statistics) among those `filter` allows, best first.
+    /// statistics) among those `filter` allows, best first, ties by ordinal.
+    ///
+    /// Block-max WAND selects them, a few more than asked so that ties at the cut are settled
+    /// by ordinal rather than by where the pages sit in the index; their scores are then summed
+    /// again in query order ([`bm25_at`]), because WAND's summation order follows the index's own
+    /// postings. Both make a shard's scores and order bit for bit the single index's.
     fn top_bm25(
         &self,
         searcher: &tantivy::Searcher,
@@ -174,16 +190,34 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
         let scored = filtered(bag_of_words(self.doc_fields.content, terms), filter);
-        Ok(searcher.search_with_statistics_provider(
-            &scored,
-            &TopDocs::with_limit(limit).order_by_score(),
-            self.doc_statistics(searcher),
-        )?)
+        let statistics = self.doc_statistics(searcher);
+        let found: Vec<DocAddress> = searcher
+            .search_with_statistics_provider(
+                &scored,
+                &TopDocs::with_limit(limit + TIES_AT_THE_CUT).order_by_score(),
+                statistics,
+            )?
+            .into_iter()
+            .map(|(_, address)| address)
+            .collect();
+        let scores = bm25_at(searcher, statistics, self.doc_fields.content, terms, &found)?;
+        let mut ranked: Vec<(f32, u64, DocAddress)> = found
+            .into_iter()
+            .zip(scores)
+            .filter_map(|(address, score)| Some((score?, self.ord_at(address)?, address)))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.truncate(limit);
+        Ok(ranked.into_iter().map(|(s, _, a)| (s, a)).collect())
     }
 }
 
+/// Pages stage 1's BM25 selects past its limit, so that pages tied at the cut are kept by
+/// ordinal (as across shards), not by their place in the index.
+const TIES_AT_THE_CUT: usize = 8;
+
 /// Collects the ordinals of the matching pages, sorted (no scoring).
-struct SortedOrds;
+pub(crate) struct SortedOrds;
 
 impl Collector for SortedOrds {
     type Fruit = Vec<u64>;
@@ -211,7 +245,7 @@ impl Collector for SortedOrds {
     }
 }
 
-struct SortedOrdsSegment {
+pub(crate) struct SortedOrdsSegment {
     ords: Column<u64>,
     found: Vec<u64>,
 }

@@ -23,7 +23,8 @@ pub struct ChunkScore {
 }
 
 impl SearchIndex {
-    /// Stage 2: every chunk of `docs` (ascending ordinals) that has a signal, in chunk-id order.
+    /// Stage 2: every chunk of `docs` (ascending corpus ordinals; those of other shards are
+    /// skipped) that has a signal, in chunk-id order. Chunk ids are this index's own.
     pub fn chunk_scores(
         &self,
         query: &PreparedQuery,
@@ -31,7 +32,8 @@ impl SearchIndex {
     ) -> Result<Vec<ChunkScore>, IndexError> {
         let (chunks, addresses): (Vec<(u64, u64)>, Vec<DocAddress>) = docs
             .iter()
-            .flat_map(|&doc| self.chunk_range(doc).map(move |chunk| (doc, chunk)))
+            .filter_map(|&doc| Some((doc, self.global_ords.local(doc)?)))
+            .flat_map(|(doc, local)| self.chunk_range(local).map(move |chunk| (doc, chunk)))
             .filter_map(|(doc, chunk)| {
                 Some(((doc, chunk), *self.chunk_addresses.get(chunk as usize)?))
             })

@@ -44,8 +44,9 @@ impl Pages {
 }
 
 impl SearchIndex {
-    /// Reads into `pages` the documents `docs` and the chunk texts `chunks` it does not hold yet.
-    /// Ordinals or ids past the index's end are skipped.
+    /// Reads into `pages` the documents `docs` (corpus ordinals) and the chunk texts `chunks`
+    /// (this index's ids) it does not hold yet. Documents of other shards and ids past the
+    /// index's end are skipped.
     pub fn fetch(
         &self,
         docs: impl IntoIterator<Item = u64>,
@@ -57,7 +58,8 @@ impl SearchIndex {
             if pages.docs.contains_key(&ord) {
                 continue;
             }
-            if let Some(&address) = self.doc_addresses.get(ord as usize) {
+            let local = self.global_ords.local(ord);
+            if let Some(&address) = local.and_then(|l| self.doc_addresses.get(l as usize)) {
                 pages
                     .docs
                     .insert(ord, self.stored_doc(&doc_searcher, address)?);

@@ -8,22 +8,129 @@ use tantivy::query::{
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
+use serde::{Deserialize, Serialize};
+
 use crate::query::{Constraint, ParsedQuery};
 use crate::{IndexError, SearchIndex};
 
+/// A filter's counts on one index (or, summed, on a corpus's shards): what the decisions that
+/// depend on the whole corpus are made from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterCounts {
+    /// Pages the operators allow as written.
+    pub pages: u64,
+    /// Chunks of those pages.
+    pub chunks: u64,
+    /// Chunks of the pages allowed once required phrases are relaxed to words (counted only
+    /// for queries that require phrases).
+    pub relaxed_chunks: u64,
+}
+
+/// The decisions about a filtered query that must be made on the whole corpus's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterPlan {
+    /// A required phrase occurs in no page: search its words instead.
+    pub relaxed: bool,
+    /// The allowed pages are few enough to rank exactly by their vectors.
+    pub exact: bool,
+}
+
+impl FilterCounts {
+    /// The counts of a corpus made of parts with counts `parts`.
+    pub fn sum(parts: impl IntoIterator<Item = FilterCounts>) -> FilterCounts {
+        parts
+            .into_iter()
+            .fold(FilterCounts::default(), |a, b| FilterCounts {
+                pages: a.pages + b.pages,
+                chunks: a.chunks + b.chunks,
+                relaxed_chunks: a.relaxed_chunks + b.relaxed_chunks,
+            })
+    }
+
+    /// The plan for `query` on a corpus with these counts.
+    pub fn plan(&self, query: &ParsedQuery) -> FilterPlan {
+        let relaxed = query.requires_phrases() && self.pages == 0;
+        let chunks = if relaxed {
+            self.relaxed_chunks
+        } else {
+            self.chunks
+        };
+        FilterPlan {
+            relaxed,
+            exact: ranks_exactly(chunks),
+        }
+    }
+}
+
+/// Whether the dense retriever ranks the pages a filter allows exactly, given their chunks.
+pub(crate) fn ranks_exactly(allowed_chunks: u64) -> bool {
+    allowed_chunks <= EXACT_FILTERED_CHUNKS
+}
+
+/// A filtered search ranks the allowed pages exactly by their vectors when they have at most this
+/// many chunks (fewer vectors read than the deeper graph search it replaces visits); past it, the
+/// graph is searched further.
+const EXACT_FILTERED_CHUNKS: u64 = 20_000;
+
 impl SearchIndex {
+    /// This index's counts of `query`'s filter (zeros for a query without operators).
+    pub fn filter_counts(&self, query: &ParsedQuery) -> Result<FilterCounts, IndexError> {
+        let mut counts = FilterCounts::default();
+        if !query.has_filters() {
+            return Ok(counts);
+        }
+        let searcher = self.doc_reader.searcher();
+        let allowed = self.allowed(&searcher, &*self.filter_query(query)?)?;
+        counts.pages = allowed.len() as u64;
+        counts.chunks = self.chunks_of(&allowed);
+        if query.requires_phrases() {
+            let relaxed = query.relaxed();
+            counts.relaxed_chunks = if relaxed.has_filters() {
+                self.chunks_of(&self.allowed(&searcher, &*self.filter_query(&relaxed)?)?)
+            } else {
+                self.manifest().chunks
+            };
+        }
+        Ok(counts)
+    }
+
+    /// The (local) ordinals of the pages `filter` allows, ascending.
+    pub(crate) fn allowed(
+        &self,
+        searcher: &tantivy::Searcher,
+        filter: &dyn Query,
+    ) -> Result<Vec<u64>, IndexError> {
+        Ok(searcher.search(filter, &super::candidates::SortedOrds)?)
+    }
+
+    /// The chunks of the (local) pages `ords`.
+    pub(crate) fn chunks_of(&self, ords: &[u64]) -> u64 {
+        ords.iter()
+            .map(|&o| {
+                let range = self.chunk_range(o);
+                range.end - range.start
+            })
+            .sum()
+    }
+
     /// The filter the query's operators ask for (`None` without operators), and whether required
-    /// phrases had to be relaxed because no page contains them.
+    /// phrases were relaxed because no page contains them: decided by `plan` when given (on the
+    /// whole corpus's counts), else on this index's.
     pub(crate) fn page_filter(
         &self,
         query: &ParsedQuery,
         searcher: &tantivy::Searcher,
+        plan: Option<FilterPlan>,
     ) -> Result<(Option<Box<dyn Query>>, bool), IndexError> {
         if !query.has_filters() {
             return Ok((None, false));
         }
         let filter = self.filter_query(query)?;
-        if query.requires_phrases() && searcher.search(&*filter, &Count)? == 0 {
+        let relax = match plan {
+            Some(plan) => plan.relaxed,
+            None => query.requires_phrases() && searcher.search(&*filter, &Count)? == 0,
+        };
+        if relax {
             let relaxed = query.relaxed();
             if !relaxed.has_filters() {
                 return Ok((None, true));

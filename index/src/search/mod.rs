@@ -24,7 +24,7 @@
 pub mod candidates;
 pub mod chunks;
 pub mod fetch;
-pub(crate) mod filter;
+pub mod filter;
 pub mod rank;
 mod retriever;
 
@@ -36,6 +36,7 @@ use crate::query::ParsedQuery;
 
 pub use candidates::Candidates;
 pub use chunks::ChunkScore;
+pub use filter::{FilterCounts, FilterPlan};
 pub use rank::{Ranked, Ranking};
 pub use retriever::Retriever;
 

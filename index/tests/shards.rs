@@ -1,0 +1,242 @@
+//! A corpus built as a set of shards holds exactly the single build's documents, under the
+//! single build's ordinals, and its shards' stage 1 and stage 2, merged, score as the single
+//! index does. A shard is served only once its set is finalized, and a set refuses a shard of
+//! another build.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_corpus::url_norm::normalize_url;
+use stillweb_index::search::Mode;
+use stillweb_index::search::fetch::Pages;
+use stillweb_index::shard::{finalize, shard_dir, shard_of};
+use stillweb_index::{
+    BuildOptions, IndexError, SearchIndex, build_index_with, build_shards, parse,
+};
+use stillweb_model_core::Embedder;
+use stillweb_model_core::fake::HashingEmbedder;
+
+mod support;
+
+/// The synthetic corpus plus, at its end, pages reusing earlier URLs (first wins).
+fn corpus(dir: &Path) -> CorpusManifest {
+    let manifest = support::write_corpus(dir, 300, |_| true);
+    let mut docs = std::fs::read_to_string(dir.join("docs.jsonl")).expect("docs");
+    for d in [3, 77, 150] {
+        let late = serde_json::json!({"id": format!("late-{d}"), "url": format!("https://synthetic.example/{d}"),
+                                      "title": "A late duplicate", "text": "The glacier falcon."});
+        docs.push_str(&format!("{late}\n"));
+    }
+    std::fs::write(dir.join("docs.jsonl"), docs).expect("write");
+    CorpusManifest::load(&manifest).expect("manifest")
+}
+
+fn embedder() -> HashingEmbedder {
+    HashingEmbedder::new(64)
+}
+
+/// `lists` merged best first (ties by ordinal), the first `limit`.
+fn merge(lists: Vec<Vec<(u64, f32)>>, limit: usize) -> Vec<(u64, f32)> {
+    let mut all: Vec<(u64, f32)> = lists.into_iter().flatten().collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all.truncate(limit);
+    all
+}
+
+#[test]
+fn shards_hold_the_single_builds_documents_and_score_like_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus(dir.path());
+    let single_dir = dir.path().join("single");
+    build_index_with(
+        &corpus,
+        &single_dir,
+        &BuildOptions::default(),
+        Some(&mut embedder() as &mut dyn Embedder),
+    )
+    .expect("single build");
+    let set = dir.path().join("set");
+    build_shards(
+        &corpus,
+        &set,
+        3,
+        None,
+        &BuildOptions::default(),
+        Some(&mut embedder() as &mut dyn Embedder),
+    )
+    .expect("sharded build");
+    let single = SearchIndex::open(&single_dir).expect("open single");
+    let shards: Vec<SearchIndex> = (0..3)
+        .map(|i| SearchIndex::open(&shard_dir(&set, i)).expect("open shard"))
+        .collect();
+
+    // The same documents, each in the shard its URL hashes to, under the single build's
+    // ordinal; duplicates kept first-wins.
+    assert_eq!(single.manifest().documents, 300);
+    let build_id = &shards[0].manifest().build_id;
+    let mut total = 0;
+    for (i, shard) in shards.iter().enumerate() {
+        let m = shard.manifest();
+        assert_eq!(&m.build_id, build_id, "one build id for the set");
+        let s = m.shard.as_ref().expect("a shard");
+        assert_eq!((s.index, s.count, s.corpus_documents), (i as u32, 3, 300));
+        assert_eq!(s.corpus_chunks, Some(single.manifest().chunks));
+        total += m.documents;
+        assert!(m.documents > 50, "shard {i} holds {}", m.documents);
+    }
+    assert_eq!(total, 300);
+    assert_ne!(build_id, &single.manifest().build_id);
+    for d in 0..300 {
+        let key = normalize_url(&format!("https://synthetic.example/{d}")).expect("url");
+        let owner = shard_of(&key, 3) as usize;
+        let want = single.doc_by_url(&key).expect("lookup").expect("in single");
+        let got = shards[owner]
+            .doc_by_url(&key)
+            .expect("lookup")
+            .expect("in its shard");
+        assert_eq!(got, want, "document {d}");
+        for (i, other) in shards.iter().enumerate() {
+            if i != owner {
+                assert!(other.doc_by_url(&key).expect("lookup").is_none());
+            }
+        }
+    }
+
+    // Stage 1's BM25 merged over the shards is the single index's bit for bit (the dense side
+    // searches a graph per shard, approximately), and stage 2 is bit for bit.
+    for query in [
+        "glacier falcon quartz",
+        "violin",
+        "reactor turbine monsoon",
+        "senate",
+    ] {
+        for mode in [Mode::Bm25, Mode::Hybrid] {
+            let vector = mode
+                .uses_dense()
+                .then(|| stillweb_model_core::embed_query(&mut embedder(), query).expect("embed"));
+            let weights = mode.weights();
+            let whole = single.prepare(parse(query), vector.clone(), &weights);
+            let want = single.candidates(&whole, 20).expect("candidates");
+            let parts: Vec<_> = shards
+                .iter()
+                .map(|s| {
+                    let q = s.prepare(parse(query), vector.clone(), &weights);
+                    s.candidates(&q, 20).expect("shard candidates")
+                })
+                .collect();
+            let bm25 = merge(parts.iter().map(|c| c.bm25.clone()).collect(), 20);
+            assert_eq!(bm25, want.bm25, "{query} {mode:?}: BM25 candidates");
+            // HNSW is approximate per shard; the nearest documents must mostly agree.
+            let dense = merge(parts.iter().map(|c| c.dense.clone()).collect(), 20);
+            let agree = dense
+                .iter()
+                .filter(|(o, _)| want.dense.iter().any(|w| w.0 == *o))
+                .count();
+            assert!(
+                agree * 10 >= want.dense.len() * 9,
+                "{query}: dense overlap {agree}"
+            );
+
+            let docs = want.ordinals();
+            let mut want_chunks = single.chunk_scores(&whole, &docs).expect("chunks");
+            let mut got_chunks: Vec<_> = shards
+                .iter()
+                .flat_map(|s| {
+                    let q = s.prepare(parse(query), vector.clone(), &weights);
+                    s.chunk_scores(&q, &docs).expect("shard chunks")
+                })
+                .collect();
+            // Chunk ids are each index's own; compare by document and position.
+            let keyed = |chunks: &mut Vec<stillweb_index::search::ChunkScore>| {
+                chunks.sort_by_key(|c| (c.doc, c.chunk));
+                let mut at: HashMap<u64, usize> = HashMap::new();
+                chunks
+                    .iter()
+                    .map(|c| {
+                        let n = at.entry(c.doc).or_default();
+                        *n += 1;
+                        (
+                            c.doc,
+                            *n,
+                            c.bm25.map(f32::to_bits),
+                            c.cosine.map(f32::to_bits),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                keyed(&mut got_chunks),
+                keyed(&mut want_chunks),
+                "{query} {mode:?}"
+            );
+
+            // Pages come back under the corpus's ordinals.
+            let mut pages = Pages::default();
+            for s in &shards {
+                s.fetch(docs.iter().copied(), [], &mut pages)
+                    .expect("fetch");
+            }
+            let mut want_pages = Pages::default();
+            single
+                .fetch(docs.iter().copied(), [], &mut want_pages)
+                .expect("fetch");
+            assert_eq!(pages.docs, want_pages.docs);
+        }
+    }
+}
+
+#[test]
+fn a_set_is_served_only_finalized_and_only_with_its_own_shards() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus(dir.path());
+    let set = dir.path().join("set");
+    let options = BuildOptions::default();
+    for i in [0, 1] {
+        build_shards(&corpus, &set, 2, Some(i), &options, None).expect("one shard");
+    }
+    // Built as separate jobs: not served until finalized.
+    let err = SearchIndex::open(&shard_dir(&set, 0)).expect_err("unfinalized");
+    assert!(
+        err.to_string().contains("stillweb-indexer finalize"),
+        "{err}"
+    );
+    // A shard of another build (another chunk size) is refused, naming both ids.
+    let other = dir.path().join("other");
+    let mut small_chunks = BuildOptions::default();
+    small_chunks.chunker.max_chars = 200;
+    build_shards(&corpus, &other, 2, Some(1), &small_chunks, None).expect("other shard");
+    let mixed = dir.path().join("mixed");
+    std::fs::create_dir_all(&mixed).expect("dir");
+    std::fs::rename(shard_dir(&set, 0), shard_dir(&mixed, 0)).expect("move");
+    std::fs::rename(shard_dir(&other, 1), shard_dir(&mixed, 1)).expect("move");
+    let err = finalize(&mixed).expect_err("mixed set");
+    let id = |d: &Path| {
+        stillweb_index::IndexManifest::read(d)
+            .expect("manifest")
+            .build_id
+    };
+    let (a, b) = (id(&shard_dir(&mixed, 0)), id(&shard_dir(&mixed, 1)));
+    assert_ne!(a, b);
+    assert!(matches!(err, IndexError::Shards { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&a) && err.to_string().contains(&b),
+        "{err}"
+    );
+    // A missing shard is named too.
+    std::fs::remove_dir_all(shard_dir(&mixed, 1)).expect("remove");
+    let err = finalize(&mixed).expect_err("incomplete set");
+    assert!(err.to_string().contains("holds [0]"), "{err}");
+    // The real pair finalizes and opens.
+    std::fs::rename(shard_dir(&mixed, 0), shard_dir(&set, 0)).expect("move back");
+    let report = finalize(&set).expect("finalize");
+    assert_eq!((report.shards, report.documents), (2, 300));
+    for i in 0..2 {
+        SearchIndex::open(&shard_dir(&set, i)).expect("finalized shard opens");
+        let verified = stillweb_index::checksums::verify(&shard_dir(&set, i)).expect("checksums");
+        assert!(matches!(
+            verified,
+            stillweb_index::checksums::Verified::All { .. }
+        ));
+    }
+}
