@@ -20,9 +20,27 @@ use crate::session::SessionLimits;
     about = "Serve web_search and visit_web over a stillweb index"
 )]
 pub struct Args {
-    /// Index directory built by `stillweb-indexer build`.
-    #[arg(long, env = "STILLWEB_INDEX")]
-    pub index: PathBuf,
+    /// Index directory built by `stillweb-indexer build` (or one `shard-I` directory of a set
+    /// built with `--shards N`, to serve that shard to a coordinator).
+    #[arg(
+        long,
+        env = "STILLWEB_INDEX",
+        required_unless_present = "shard",
+        conflicts_with = "shard"
+    )]
+    pub index: Option<PathBuf>,
+    /// Run as a coordinator over a shard set: one --shard per shard, in shard order, each the
+    /// base URLs of that shard's replicas separated by commas
+    /// (`--shard http://a:8081,http://b:8081 --shard http://c:8081`).
+    #[arg(long, value_name = "URL[,URL...]")]
+    pub shard: Vec<String>,
+    /// A coordinator's time limit for one call to one shard replica, in milliseconds; a call
+    /// that fails or runs past it is retried on the shard's next replica.
+    #[arg(long, env = "STILLWEB_SHARD_TIMEOUT_MS", default_value_t = 5000)]
+    pub shard_timeout_ms: u64,
+    /// How long a starting coordinator waits for every shard to have a replica that answers.
+    #[arg(long, env = "STILLWEB_SHARD_STARTUP_SECS", default_value_t = 120)]
+    pub shard_startup_secs: u64,
     /// Address to listen on; port 0 picks a free port (the chosen address is printed on stdout).
     #[arg(long, env = "STILLWEB_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -127,10 +145,23 @@ pub struct Args {
     pub engine: Option<stillweb_models::Engine>,
 }
 
+/// What a server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An index directory (a whole corpus, or one shard of a set).
+    Index(PathBuf),
+    /// A set's shards: each one's replicas' base URLs.
+    Shards {
+        shards: Vec<Vec<String>>,
+        call_timeout: Duration,
+        startup_wait: Duration,
+    },
+}
+
 /// Validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub index: PathBuf,
+    pub source: Source,
     pub listen: SocketAddr,
     pub search_threads: usize,
     /// The time limit of one whole request (a batch's searches share it).
@@ -204,13 +235,49 @@ impl Args {
         if self.mode == Some(Mode::Rerank) && self.reranker.is_none() {
             return Err("--mode rerank needs --reranker DIR".into());
         }
+        let source = match self.index {
+            Some(index) => Source::Index(index),
+            None => {
+                let shards: Vec<Vec<String>> = self
+                    .shard
+                    .iter()
+                    .map(|list| {
+                        list.split(',')
+                            .map(str::trim)
+                            .filter(|u| !u.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .collect();
+                if let Some(bad) = shards
+                    .iter()
+                    .flatten()
+                    .find(|u| !(u.starts_with("http://") && u.len() > "http://".len()))
+                {
+                    return Err(format!(
+                        "--shard takes http:// base URLs separated by commas, got `{bad}`"
+                    ));
+                }
+                if shards.is_empty() || shards.iter().any(Vec::is_empty) {
+                    return Err("each --shard needs at least one replica URL".into());
+                }
+                if self.shard_timeout_ms == 0 {
+                    return Err("--shard-timeout-ms must be at least 1".into());
+                }
+                Source::Shards {
+                    shards,
+                    call_timeout: Duration::from_millis(self.shard_timeout_ms),
+                    startup_wait: Duration::from_secs(self.shard_startup_secs),
+                }
+            }
+        };
         let search_threads = if self.search_threads == 0 {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         } else {
             self.search_threads
         };
         Ok(Config {
-            index: self.index,
+            source,
             listen: self.listen,
             search_threads,
             request_timeout: Duration::from_secs(self.request_timeout_secs),
@@ -291,6 +358,34 @@ mod tests {
         assert_eq!(validate(&[]).expect("ok").search.rerank_pool, 0);
         let with = validate(&["--reranker", "/models/r"]).expect("ok");
         assert_eq!(with.search.rerank_pool, 30);
+    }
+
+    #[test]
+    fn a_coordinator_takes_one_shard_flag_per_shard_with_its_replicas() {
+        let args = [
+            "stillweb-server",
+            "--shard",
+            "http://a:1,http://b:1",
+            "--shard",
+            "http://c:1",
+        ];
+        let config = Args::parse_from(args).validate().expect("valid");
+        let Source::Shards { shards, .. } = config.source else {
+            panic!("not a coordinator");
+        };
+        assert_eq!(
+            shards,
+            vec![vec!["http://a:1", "http://b:1"], vec!["http://c:1"]]
+        );
+        let err = Args::parse_from(["stillweb-server", "--shard", "a:1"])
+            .validate()
+            .expect_err("no scheme");
+        assert!(err.contains("http:// base URLs"), "{err}");
+        // An index and shards at once is refused by the parser.
+        assert!(
+            Args::try_parse_from(["stillweb-server", "--index", "/i", "--shard", "http://a:1"])
+                .is_err()
+        );
     }
 
     #[test]

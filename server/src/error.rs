@@ -34,6 +34,8 @@ pub enum ErrorCode {
     BodyTimeout,
     /// The server is starting or shutting down.
     NotReady,
+    /// A coordinator could reach no replica of a shard of its index within the time limit.
+    ShardUnavailable,
     /// A bug or an I/O failure; details are in the server log.
     Internal,
 }
@@ -60,12 +62,13 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::BodyTimeout => "body_timeout",
             ErrorCode::NotReady => "not_ready",
+            ErrorCode::ShardUnavailable => "shard_unavailable",
             ErrorCode::Internal => "internal",
         }
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
@@ -79,6 +82,7 @@ impl ErrorCode {
         ErrorCode::Timeout,
         ErrorCode::BodyTimeout,
         ErrorCode::NotReady,
+        ErrorCode::ShardUnavailable,
         ErrorCode::Internal,
     ];
 }
@@ -155,7 +159,8 @@ mod tests {
             ErrorCode::Timeout => 10,
             ErrorCode::BodyTimeout => 11,
             ErrorCode::NotReady => 12,
-            ErrorCode::Internal => 13,
+            ErrorCode::ShardUnavailable => 13,
+            ErrorCode::Internal => 14,
         }
     }
 

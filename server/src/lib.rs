@@ -14,6 +14,7 @@ mod pool;
 pub mod routes;
 pub mod service;
 pub mod session;
+pub mod sharding;
 pub mod state;
 
 use std::time::{Duration, Instant};
@@ -31,8 +32,11 @@ use stillweb_models::{load_embedder, load_reranker};
 use tower_http::trace::TraceLayer;
 use tracing::{debug, info, warn};
 
-pub use config::{Args, Config};
-pub use state::AppState;
+pub use config::{Args, Config, Source};
+pub use state::{AppState, Backend};
+
+use sharding::Coordinator;
+use sharding::replicas::ReplicaSet;
 
 /// Every (method, path) that [`app`] serves, as `openapi.yaml` writes it; the description must
 /// list exactly these (a test checks both directions and that each is routed). `GET /mcp` is
@@ -91,9 +95,19 @@ pub fn app(state: AppState) -> Router {
                 .get(compat::mcp::get)
                 .delete(compat::mcp::delete),
         );
+    // A shard server also answers its coordinator's stage calls.
+    let is_shard = state
+        .local_index()
+        .is_some_and(|index| index.manifest().shard.is_some());
+    let shard_api = if is_shard {
+        sharding::serve::routes()
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(api.clone())
         .nest("/s/{session}", api)
+        .merge(shard_api)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::ops::metrics))
@@ -111,14 +125,27 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Opens what the server serves (an index, or a coordinator's shards) with the models its
+/// searches need, and builds the state; ready once the first search ran.
+pub fn prepare(config: Config) -> anyhow::Result<AppState> {
+    match config.source.clone() {
+        Source::Index(dir) => prepare_index(config, &dir),
+        Source::Shards {
+            shards,
+            call_timeout,
+            startup_wait,
+        } => prepare_coordinator(config, &shards, call_timeout, startup_wait),
+    }
+}
+
 /// Opens the index (and, for dense or hybrid search, the query embedder it was built with, and the
 /// reranker if one is configured) and builds the state; runs one query so the first request is not
 /// slow.
-pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
+fn prepare_index(mut config: Config, dir: &std::path::Path) -> anyhow::Result<AppState> {
     let started = Instant::now();
     // Every file against the build's checksums first: a same-size corruption passes the
     // structural checks of `open` and the warm-up, and then fails inside a search.
-    match stillweb_index::checksums::verify(&config.index)? {
+    match stillweb_index::checksums::verify(dir)? {
         Verified::All {
             files,
             bytes,
@@ -130,64 +157,23 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
             "index files match their checksums"
         ),
         Verified::NoChecksums => warn!(
-            index = %config.index.display(),
+            index = %dir.display(),
             "the index has no checksums.sha256 (built by an older stillweb), so damage on disk cannot be detected; rebuild it to get them"
         ),
     }
-    let index = SearchIndex::open(&config.index)?;
+    let index = SearchIndex::open(dir)?;
     let has_dense = index.manifest().dense.is_some();
-    let mode = config
-        .mode
-        .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
-    anyhow::ensure!(
-        !mode.uses_dense() || has_dense,
-        "--mode {mode:?} needs an index built with vectors; {} was built with --no-dense",
-        config.index.display()
-    );
-    config.mode = Some(mode);
-    config.search.weights = mode.weights();
-    let provider = config.provider;
-    let embedder = if mode.uses_dense() {
-        // One copy per search thread, lent to the search thread that embeds (no hop to a model
-        // thread: on SciFact, ~25% more searches/s at 8 and 32 clients, BENCHMARKS.md). With a
-        // single copy the other search threads idled in line behind it.
-        let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
-        for _ in 0..config.search_threads.max(1) {
-            let model = load_embedder(
-                &config.embedder,
-                config.engine,
-                provider,
-                config.model_threads,
-            )
-            .with_context(|| {
-                format!(
-                    "loading the query embedder from {}",
-                    config.embedder.display()
-                )
-            })?;
-            copies.push(model);
-        }
-        info!(model = copies[0].model_id(), %provider, sessions = copies.len(), "query embedder loaded");
-        Some(EmbedWorker::lend_copies(copies))
-    } else {
-        None
-    };
-    let reranker = match &config.reranker {
-        Some(dir) => {
-            let model = load_reranker(dir, provider, config.model_threads)
-                .with_context(|| format!("loading the reranker from {}", dir.display()))?;
-            info!(model = model.model_id(), %provider, pool = config.search.rerank_pool, "reranker loaded");
-            Some(RerankWorker::spawn(model, "stillweb-rerank", 1024)?)
-        }
-        None => None,
-    };
+    let mode = choose_mode(&mut config, has_dense)?;
+    let embedder = load_query_embedder(&config, mode)?;
+    let reranker = load_reranker_worker(&config)?;
     let manifest = index.manifest();
     info!(
-        index = %config.index.display(),
+        index = %dir.display(),
         build_id = %manifest.build_id,
         corpus = %manifest.corpus_name,
         documents = manifest.documents,
         chunks = manifest.chunks,
+        shard = ?manifest.shard,
         "index opened"
     );
     let retriever = Retriever::new(std::sync::Arc::new(index), embedder, reranker)?;
@@ -195,9 +181,97 @@ pub fn prepare(mut config: Config) -> anyhow::Result<AppState> {
         .search(&stillweb_index::parse("warm up"), &config.search)
         .context("warm-up query failed")?;
     info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let state = AppState::new(retriever, config).context("cannot start the search thread pool")?;
+    let state = AppState::new(Backend::Index(std::sync::Arc::new(retriever)), config)
+        .context("cannot start the search thread pool")?;
     state.set_ready(true);
     Ok(state)
+}
+
+/// Finds the shard set behind `shards` (every shard must have a replica that answers within
+/// `startup_wait`), loads the models that run at the coordinator, starts the replicas' health
+/// checks, and builds the state.
+fn prepare_coordinator(
+    mut config: Config,
+    shards: &[Vec<String>],
+    call_timeout: Duration,
+    startup_wait: Duration,
+) -> anyhow::Result<AppState> {
+    let set = sharding::coordinator::discover(shards, startup_wait)?;
+    let mode = choose_mode(&mut config, set.dense.is_some())?;
+    let embedder = load_query_embedder(&config, mode)?;
+    if let Some(e) = &embedder {
+        // The first query embedding is slow (allocations, caches): not on a client's time.
+        e.embed_query("warm up")
+            .map_err(|e| anyhow::anyhow!("warm-up embedding failed: {e}"))?;
+    }
+    let reranker = load_reranker_worker(&config)?;
+    let sets: Vec<ReplicaSet> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, urls)| ReplicaSet::new(i, urls, call_timeout))
+        .collect();
+    sharding::replicas::watch(sets.clone(), Duration::from_millis(500))
+        .context("cannot start the shard health checks")?;
+    let coordinator = Coordinator::new(sets, set, embedder, reranker)?;
+    info!(shards = shards.len(), mode = ?mode, "coordinating");
+    let state = AppState::new(Backend::Shards(std::sync::Arc::new(coordinator)), config)
+        .context("cannot start the search thread pool")?;
+    state.set_ready(true);
+    Ok(state)
+}
+
+/// The retrieval mode (hybrid when the index has vectors, else BM25, unless configured), with
+/// the search weights set from it.
+fn choose_mode(config: &mut Config, has_dense: bool) -> anyhow::Result<Mode> {
+    let mode = config
+        .mode
+        .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
+    anyhow::ensure!(
+        !mode.uses_dense() || has_dense,
+        "--mode {mode:?} needs an index built with vectors; this one was built with --no-dense"
+    );
+    config.mode = Some(mode);
+    config.search.weights = mode.weights();
+    Ok(mode)
+}
+
+/// The query embedder when the mode uses vectors: one copy per search thread, lent to the
+/// search thread that embeds (no hop to a model thread: on SciFact, ~25% more searches/s at 8
+/// and 32 clients, BENCHMARKS.md). With a single copy the other search threads idled in line
+/// behind it.
+fn load_query_embedder(config: &Config, mode: Mode) -> anyhow::Result<Option<EmbedWorker>> {
+    if !mode.uses_dense() {
+        return Ok(None);
+    }
+    let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
+    for _ in 0..config.search_threads.max(1) {
+        let model = load_embedder(
+            &config.embedder,
+            config.engine,
+            config.provider,
+            config.model_threads,
+        )
+        .with_context(|| {
+            format!(
+                "loading the query embedder from {}",
+                config.embedder.display()
+            )
+        })?;
+        copies.push(model);
+    }
+    info!(model = copies[0].model_id(), provider = %config.provider, sessions = copies.len(), "query embedder loaded");
+    Ok(Some(EmbedWorker::lend_copies(copies)))
+}
+
+/// The reranker, if one is configured, on a model thread of its own.
+fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>> {
+    let Some(dir) = &config.reranker else {
+        return Ok(None);
+    };
+    let model = load_reranker(dir, config.provider, config.model_threads)
+        .with_context(|| format!("loading the reranker from {}", dir.display()))?;
+    info!(model = model.model_id(), provider = %config.provider, pool = config.search.rerank_pool, "reranker loaded");
+    Ok(Some(RerankWorker::spawn(model, "stillweb-rerank", 1024)?))
 }
 
 /// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests (for at

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stillweb_index::{Retriever, SearchIndex, SearchResults};
+
+use crate::sharding::Coordinator;
 use tokio::sync::Semaphore;
 
 use crate::cache::LruCache;
@@ -15,8 +17,8 @@ use crate::session::SessionStore;
 /// Shared application state (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The index with its query embedder and reranker: every search runs through it.
-    pub retriever: Arc<Retriever>,
+    /// What answers searches and visits: an index, or a coordinator over a shard set.
+    pub backend: Backend,
     pub sessions: Arc<SessionStore>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
@@ -30,10 +32,43 @@ pub struct AppState {
     ready: Arc<AtomicBool>,
 }
 
+/// What a server searches.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The index with its query embedder and reranker: every search runs through it.
+    Index(Arc<Retriever>),
+    /// The shards of a set, through a coordinator (which holds the models).
+    Shards(Arc<Coordinator>),
+}
+
+impl Backend {
+    /// The build id of the index (or shard set) that answers.
+    pub fn build_id(&self) -> &str {
+        match self {
+            Backend::Index(r) => &r.index().manifest().build_id,
+            Backend::Shards(c) => &c.set.build_id,
+        }
+    }
+
+    pub fn embedder_id(&self) -> Option<&str> {
+        match self {
+            Backend::Index(r) => r.embedder_id(),
+            Backend::Shards(c) => c.embedder_id(),
+        }
+    }
+
+    pub fn reranker_id(&self) -> Option<&str> {
+        match self {
+            Backend::Index(r) => r.reranker_id(),
+            Backend::Shards(c) => c.reranker_id(),
+        }
+    }
+}
+
 impl AppState {
-    pub fn new(retriever: Retriever, config: Config) -> std::io::Result<AppState> {
+    pub fn new(backend: Backend, config: Config) -> std::io::Result<AppState> {
         Ok(AppState {
-            retriever: Arc::new(retriever),
+            backend,
             metrics: Arc::new(Metrics::default()),
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
@@ -53,11 +88,15 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
-    pub fn index(&self) -> &SearchIndex {
-        self.retriever.index()
+    /// The server's own index (`None` on a coordinator).
+    pub fn local_index(&self) -> Option<&Arc<SearchIndex>> {
+        match &self.backend {
+            Backend::Index(r) => Some(r.index()),
+            Backend::Shards(_) => None,
+        }
     }
 
     pub fn build_id(&self) -> &str {
-        &self.index().manifest().build_id
+        self.backend.build_id()
     }
 }

@@ -81,7 +81,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
     )
     .expect("state");
     assert!(
-        state.retriever.embedder_id().is_some(),
+        state.backend.embedder_id().is_some(),
         "hybrid mode loads the query embedder"
     );
     // No word of this query occurs in the corpus: only the dense signal can answer it.

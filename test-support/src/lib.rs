@@ -121,14 +121,21 @@ impl Drop for Server {
 /// Starts `binary` (a `stillweb-server`) on `index` at `127.0.0.1:0` with `extra` flags and
 /// waits for the line that says where it listens.
 pub fn spawn_server(binary: &str, index: &Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--index",
+        index.to_str().expect("path"),
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
+    spawn_with(binary, &args)
+}
+
+/// Starts `binary` (a `stillweb-server`) with exactly `args` (which must include `--listen`) and
+/// waits for the line that says where it listens.
+pub fn spawn_with(binary: &str, args: &[&str]) -> Server {
     let mut child = Command::new(binary)
-        .args([
-            "--index",
-            index.to_str().expect("path"),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
+        .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

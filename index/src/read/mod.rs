@@ -22,7 +22,7 @@ use crate::shard::GlobalOrds;
 use vectors::DenseIndex;
 
 /// A page as stored for visits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredDoc {
     /// Its ordinal in the whole corpus.
     pub ord: u64,

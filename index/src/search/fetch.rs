@@ -85,6 +85,47 @@ impl SearchIndex {
     }
 }
 
+impl SearchIndex {
+    /// The results for `ranked` (documents of this index, in order), as [`Pages::hits`] makes
+    /// them: what a shard returns for the documents it owns.
+    pub fn hits(&self, ranked: &[Ranked]) -> Result<Vec<Hit>, IndexError> {
+        let mut pages = Pages::default();
+        self.fetch(
+            ranked.iter().map(|r| r.doc),
+            ranked.iter().filter_map(|r| r.chunk),
+            &mut pages,
+        )?;
+        Ok(pages.hits(ranked))
+    }
+
+    /// The reranker's passage for each `(document, chunk)` ([`passage`]); `None` for one this
+    /// index does not hold.
+    pub fn passages(&self, chunks: &[(u64, u64)]) -> Result<Vec<Option<String>>, IndexError> {
+        let mut pages = Pages::default();
+        self.fetch(
+            chunks.iter().map(|c| c.0),
+            chunks.iter().map(|c| c.1),
+            &mut pages,
+        )?;
+        Ok(chunks.iter().map(|&(d, c)| pages.passage(d, c)).collect())
+    }
+}
+
+impl Pages {
+    /// The reranker's passage for chunk `chunk` of document `doc`, if both were fetched.
+    pub fn passage(&self, doc: u64, chunk: u64) -> Option<String> {
+        Some(passage(
+            &self.docs.get(&doc)?.title,
+            self.chunks.get(&chunk)?,
+        ))
+    }
+}
+
+/// What the reranker reads of a chunk: its page's title, then its text (as it was indexed).
+pub fn passage(title: &str, text: &str) -> String {
+    format!("{title}\n{text}")
+}
+
 /// A chunk-free fallback snippet: the first 500 characters.
 fn lead(text: &str) -> String {
     text.chars().take(500).collect()

@@ -180,7 +180,7 @@ pub struct StageTimings {
 }
 
 /// One result: a page, scored by its best chunk, with that chunk as snippet.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {
     pub ord: u64,
     pub doc_id: String,
@@ -214,26 +214,38 @@ impl PreparedQuery {
     }
 }
 
-impl SearchIndex {
+impl PreparedQuery {
     /// The query as the stages take it under `weights`: terms only when a BM25 signal counts,
-    /// the vector only when the index has vectors and the dense signal counts.
+    /// the vector only when the index has vectors (`dense`) and the dense signal counts.
+    pub fn new(
+        parsed: ParsedQuery,
+        vector: Option<Vec<f32>>,
+        weights: &Weights,
+        dense: bool,
+    ) -> PreparedQuery {
+        let lexical = weights.bm25_doc > 0.0 || weights.bm25_chunk > 0.0;
+        let terms = if lexical {
+            crate::analyzer::terms(&mut crate::analyzer::english(), &parsed.text)
+        } else {
+            Vec::new()
+        };
+        let vector = vector.filter(|_| dense && weights.dense_chunk > 0.0);
+        PreparedQuery {
+            parsed,
+            terms,
+            vector,
+        }
+    }
+}
+
+impl SearchIndex {
+    /// [`PreparedQuery::new`] for this index.
     pub fn prepare(
         &self,
         parsed: ParsedQuery,
         vector: Option<Vec<f32>>,
         weights: &Weights,
     ) -> PreparedQuery {
-        let lexical = weights.bm25_doc > 0.0 || weights.bm25_chunk > 0.0;
-        let terms = if lexical {
-            self.analyze(&parsed.text)
-        } else {
-            Vec::new()
-        };
-        let vector = vector.filter(|_| self.dense().is_some() && weights.dense_chunk > 0.0);
-        PreparedQuery {
-            parsed,
-            terms,
-            vector,
-        }
+        PreparedQuery::new(parsed, vector, weights, self.dense().is_some())
     }
 }

@@ -130,11 +130,7 @@ impl Retriever {
             )?;
             let (pool, passages): (Vec<_>, Vec<String>) = pool
                 .into_iter()
-                .filter_map(|e| {
-                    let title = &pages.docs.get(&e.doc)?.title;
-                    let text = pages.chunks.get(&e.chunk)?;
-                    Some((e, format!("{title}\n{text}")))
-                })
+                .filter_map(|e| Some((e, pages.passage(e.doc, e.chunk)?)))
                 .unzip();
             if !pool.is_empty() {
                 let scores = reranker

@@ -159,6 +159,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::RerankUnavailable
             | ErrorCode::PayloadTooLarge
             | ErrorCode::NotReady
+            | ErrorCode::ShardUnavailable
             | ErrorCode::Internal => "GENERIC",
         };
         json!({

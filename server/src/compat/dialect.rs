@@ -45,7 +45,7 @@ pub fn native_status(code: ErrorCode) -> StatusCode {
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-        ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::NotReady | ErrorCode::ShardUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

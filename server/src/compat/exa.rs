@@ -181,6 +181,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Timeout
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
+            | ErrorCode::ShardUnavailable
             | ErrorCode::Internal => native_status(code),
         }
     }
@@ -199,6 +200,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Overloaded
             | ErrorCode::PayloadTooLarge
             | ErrorCode::NotReady
+            | ErrorCode::ShardUnavailable
             | ErrorCode::Internal => "INTERNAL_ERROR",
         };
         json!({"requestId": crate::ids::request_id(), "error": message, "tag": tag})
@@ -220,6 +222,7 @@ fn crawl_tag(code: ErrorCode) -> &'static str {
         | ErrorCode::Timeout
         | ErrorCode::BodyTimeout
         | ErrorCode::NotReady
+        | ErrorCode::ShardUnavailable
         | ErrorCode::Internal => "CRAWL_UNKNOWN_ERROR",
     }
 }

@@ -88,6 +88,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Timeout
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
+            | ErrorCode::ShardUnavailable
             | ErrorCode::Internal => "ServiceError",
         };
         json!({

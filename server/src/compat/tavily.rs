@@ -173,6 +173,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Timeout
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
+            | ErrorCode::ShardUnavailable
             | ErrorCode::Internal => native_status(code),
         }
     }

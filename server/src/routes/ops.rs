@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
+use crate::state::{AppState, Backend};
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -170,23 +170,48 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 pub async fn info(State(state): State<AppState>) -> Json<Value> {
-    let manifest = state.index().manifest();
+    let index = match &state.backend {
+        Backend::Index(retriever) => {
+            let manifest = retriever.index().manifest();
+            json!({
+                "build_id": manifest.build_id,
+                "corpus": manifest.corpus_name,
+                "documents": manifest.documents,
+                "chunks": manifest.chunks,
+                "created_unix": manifest.created_unix,
+                "format_version": manifest.format_version,
+                "dense": manifest.dense,
+                "shard": manifest.shard,
+            })
+        }
+        Backend::Shards(coordinator) => {
+            let set = &coordinator.set;
+            json!({
+                "build_id": set.build_id,
+                "corpus": set.corpus_name,
+                "documents": set.documents,
+                "chunks": set.chunks,
+                "created_unix": set.created_unix,
+                "format_version": set.format_version,
+                "dense": set.dense,
+                "shards": coordinator.shards.iter().map(|s| json!({
+                    "shard": s.shard,
+                    "replicas": s.replicas.iter().map(|r| json!({
+                        "url": r.url,
+                        "healthy": r.is_healthy(),
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })
+        }
+    };
     let config = &state.config;
     Json(json!({
         "service": "stillweb",
         "version": env!("CARGO_PKG_VERSION"),
-        "index": {
-            "build_id": manifest.build_id,
-            "corpus": manifest.corpus_name,
-            "documents": manifest.documents,
-            "chunks": manifest.chunks,
-            "created_unix": manifest.created_unix,
-            "format_version": manifest.format_version,
-            "dense": manifest.dense,
-        },
+        "index": index,
         "models": {
-            "embedder": state.retriever.embedder_id(),
-            "reranker": state.retriever.reranker_id(),
+            "embedder": state.backend.embedder_id(),
+            "reranker": state.backend.reranker_id(),
             "execution_provider": config.provider.to_string(),
         },
         "search": {

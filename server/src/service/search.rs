@@ -12,8 +12,10 @@ use stillweb_index::search::StageTimings;
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
+use crate::cache::LruCache;
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
+use crate::metrics::Metrics;
+use crate::state::{AppState, Backend};
 
 /// Most results a compatible endpoint hands out, as the live APIs do, and the native default of
 /// `--max-k`.
@@ -140,7 +142,7 @@ fn rerank_pool(
             "`rerank_pool` must be between 0 (no reranking) and {max}, got {n}"
         )));
     }
-    let has_reranker = state.retriever.reranker_id().is_some();
+    let has_reranker = state.backend.reranker_id().is_some();
     let wanted = rerank.unwrap_or(has_reranker && pool != Some(0));
     if !wanted {
         return Ok(0);
@@ -188,36 +190,57 @@ pub async fn run_search(
         });
     }
     state.metrics.cache("results", false);
-    let retriever = Arc::clone(&state.retriever);
-    let embeddings = state.embeddings.clone();
-    let metrics = state.metrics.clone();
-    let work = state.pool.run(move || {
-        let started = Instant::now();
-        let vector = if !retriever.embeds(&query.text) {
-            None
-        } else if let Some(v) = embeddings.get(&query.text) {
-            metrics.cache("embeddings", true);
-            Some(v.to_vec())
-        } else {
-            metrics.cache("embeddings", false);
-            let v = retriever.embed(&query.text).map_err(ApiError::internal)?;
-            if let Some(v) = &v {
-                embeddings.insert(query.text.clone(), Arc::new(v.clone()));
-            }
-            v
-        };
-        let embed = started.elapsed();
-        let mut results = retriever
-            .search_embedded(&query, vector, &params)
-            .map_err(ApiError::internal)?;
-        results.timings.embed = embed;
-        Ok::<_, ApiError>(Timed {
-            results,
-            cached: false,
-        })
-    });
-    // Bounded by the request's time limit (the `observe` middleware), not per search.
-    let timed = work.await?;
+    let timed = match &state.backend {
+        Backend::Index(retriever) => {
+            let retriever = Arc::clone(retriever);
+            let embeddings = state.embeddings.clone();
+            let metrics = state.metrics.clone();
+            state
+                .pool
+                .run(move || {
+                    let started = Instant::now();
+                    let embeds = retriever.embeds(&query.text);
+                    let vector = embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
+                        retriever.embed(t).map_err(ApiError::internal)
+                    })?;
+                    let embed = started.elapsed();
+                    let mut results = retriever
+                        .search_embedded(&query, vector, &params)
+                        .map_err(ApiError::internal)?;
+                    results.timings.embed = embed;
+                    Ok::<_, ApiError>(results)
+                })
+                .await?
+        }
+        Backend::Shards(coordinator) => {
+            let started = Instant::now();
+            let embeds = params.weights.dense_chunk > 0.0 && coordinator.embeds(&query.text);
+            let vector = if embeds {
+                let (c, embeddings, metrics, text) = (
+                    Arc::clone(coordinator),
+                    state.embeddings.clone(),
+                    state.metrics.clone(),
+                    query.text.clone(),
+                );
+                state
+                    .pool
+                    .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
+                    .await?
+            } else {
+                None
+            };
+            let embed = started.elapsed();
+            let mut results = coordinator
+                .search(&state.pool, query, vector, &params)
+                .await?;
+            results.timings.embed = embed;
+            results
+        }
+    };
+    let timed = Timed {
+        results: timed,
+        cached: false,
+    };
     let t = timed.results.timings;
     for (stage, elapsed) in [
         ("filter", t.filter),
@@ -231,6 +254,30 @@ pub async fn run_search(
     }
     state.results.insert(key, Arc::new(timed.results.clone()));
     Ok(timed)
+}
+
+/// The query vector of `text` when `embeds`: from the embedding cache, or computed by `embed`
+/// and cached.
+fn embed_cached(
+    text: &str,
+    embeds: bool,
+    cache: &LruCache<String, Arc<Vec<f32>>>,
+    metrics: &Metrics,
+    embed: impl FnOnce(&str) -> Result<Option<Vec<f32>>, ApiError>,
+) -> Result<Option<Vec<f32>>, ApiError> {
+    if !embeds {
+        return Ok(None);
+    }
+    if let Some(v) = cache.get(&text.to_string()) {
+        metrics.cache("embeddings", true);
+        return Ok(Some(v.to_vec()));
+    }
+    metrics.cache("embeddings", false);
+    let vector = embed(text)?;
+    if let Some(v) = &vector {
+        cache.insert(text.to_string(), Arc::new(v.clone()));
+    }
+    Ok(vector)
 }
 
 /// One search's time by stage, as the caller saw it.

@@ -9,7 +9,7 @@ use stillweb_corpus::url_norm::normalize_url;
 
 use super::limits::{MAX_URL_CHARS, check_kept};
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
+use crate::state::{AppState, Backend};
 
 /// A visited page, as every visiting endpoint returns it.
 #[derive(Debug, Clone, Serialize)]
@@ -39,12 +39,17 @@ pub async fn visit(state: &AppState, session: &str, url: &str) -> Result<Page, A
 /// The page at `url`, if it is in the corpus and `session` was shown it.
 async fn page(state: &AppState, session: &str, url: &str) -> Result<Page, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
-    let index = Arc::clone(state.retriever.index());
-    let lookup_key = key.clone();
-    let doc = state
-        .pool
-        .run(move || index.doc_by_url(&lookup_key).map_err(ApiError::internal))
-        .await?;
+    let doc = match &state.backend {
+        Backend::Index(retriever) => {
+            let index = Arc::clone(retriever.index());
+            let lookup_key = key.clone();
+            state
+                .pool
+                .run(move || index.doc_by_url(&lookup_key).map_err(ApiError::internal))
+                .await?
+        }
+        Backend::Shards(coordinator) => coordinator.page(&key).await?,
+    };
     let Some(doc) = doc else {
         return Err(ApiError::new(
             ErrorCode::UrlNotFound,

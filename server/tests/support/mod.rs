@@ -21,6 +21,11 @@ pub fn spawn_server(index: &Path, extra: &[&str]) -> Server {
     stillweb_test_support::spawn_server(env!("CARGO_BIN_EXE_stillweb-server"), index, extra)
 }
 
+/// Starts this crate's `stillweb-server` binary with exactly `args`.
+pub fn spawn_with(args: &[&str]) -> Server {
+    stillweb_test_support::spawn_with(env!("CARGO_BIN_EXE_stillweb-server"), args)
+}
+
 /// The server's state over `index`, configured by `extra` flags (in process, no socket).
 pub fn state(index: &Path, extra: &[&str]) -> AppState {
     let mut args = vec!["stillweb-server", "--index", index.to_str().expect("path")];

@@ -1,0 +1,352 @@
+//! A coordinator over a shard set, every part a real `stillweb-server` process on a loopback
+//! port: the samples corpus built as 3 shards (BM25), shard 1 with two replicas. The coordinator
+//! answers as one server on the single samples index (same results, scores and snippets; the
+//! same visit rules), every compatible client library works through it, a killed replica costs
+//! no request under load, and a shard with no replica left answers `503 shard_unavailable`
+//! until one is back.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stillweb_index::shard::shard_dir;
+use support::{Server, agent, fetched, repo, samples_index, shared_data, skip, spawn_server};
+
+/// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
+fn shard_set() -> Option<&'static Path> {
+    static SET: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
+    SET.get_or_init(|| {
+        shared_data()?;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let set = dir.path().join("samples-3");
+        let corpus = stillweb_corpus::manifest::CorpusManifest::load(
+            &repo().join("corpus-manifests/samples.toml"),
+        )
+        .expect("samples manifest");
+        stillweb_index::build_shards(
+            &corpus,
+            &set,
+            3,
+            None,
+            &stillweb_index::BuildOptions::default(),
+            None,
+        )
+        .expect("build the shard set");
+        Some((dir, set))
+    })
+    .as_ref()
+    .map(|(_, p)| p.as_path())
+}
+
+/// A shard server on `127.0.0.1:PORT` (0: any).
+fn shard_server(set: &Path, shard: u32, port: u16) -> Server {
+    let dir = shard_dir(set, shard);
+    let listen = format!("127.0.0.1:{port}");
+    support::spawn_with(&["--index", dir.to_str().expect("path"), "--listen", &listen])
+}
+
+/// The cluster: shards 0 and 2 with one replica, shard 1 with two, and a coordinator.
+struct Cluster {
+    shards: Vec<Vec<Server>>,
+    coordinator: Server,
+}
+
+fn cluster(set: &Path, extra: &[&str]) -> Cluster {
+    let shards = vec![
+        vec![shard_server(set, 0, 0)],
+        vec![shard_server(set, 1, 0), shard_server(set, 1, 0)],
+        vec![shard_server(set, 2, 0)],
+    ];
+    let lists: Vec<String> = shards
+        .iter()
+        .map(|replicas| {
+            replicas
+                .iter()
+                .map(|s| s.url.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let mut args = vec!["--listen", "127.0.0.1:0"];
+    for list in &lists {
+        args.extend(["--shard", list.as_str()]);
+    }
+    args.extend_from_slice(extra);
+    let coordinator = support::spawn_with(&args);
+    Cluster {
+        shards,
+        coordinator,
+    }
+}
+
+fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
+    let mut response = agent()
+        .post(format!("{base}{path}"))
+        .send_json(body)
+        .expect("request");
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_json().unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// Agent-style questions from the fabricated items, and queries with every operator (a phrase
+/// no page has is relaxed on the whole corpus's count, not one shard's).
+fn queries() -> Vec<String> {
+    let items = shared_data()
+        .map(|d| std::fs::read_to_string(d.join("fabricated/items.jsonl")).expect("items"))
+        .unwrap_or_default();
+    let mut queries: Vec<String> = items
+        .lines()
+        .take(25)
+        .map(|l| {
+            let item: Value = serde_json::from_str(l).expect("item");
+            item["question"].as_str().expect("question").to_string()
+        })
+        .collect();
+    queries.extend(
+        [
+            "Anarchism",
+            "\"Mona Lisa\" painting Leonardo",
+            "history of the city site:wikipedia.org",
+            "Drekev Labs fellowship -Brno",
+            "\"no page says this zqxj\" river bridges",
+            "site:techbrief.example program update",
+            "Drekev OR Seogev labs program",
+        ]
+        .map(String::from),
+    );
+    queries
+}
+
+#[test]
+fn a_coordinator_ranks_and_visits_as_the_single_index() {
+    let (Some(single_index), Some(set)) = (samples_index(), shard_set()) else {
+        return;
+    };
+    let single = spawn_server(single_index, &[]);
+    let cluster = cluster(set, &[]);
+    let coordinator = &cluster.coordinator.url;
+
+    let (_, info) = get(coordinator, "/info");
+    let (_, single_info) = get(&single.url, "/info");
+    assert_eq!(
+        info["index"]["documents"], single_info["index"]["documents"],
+        "{info}"
+    );
+    assert_eq!(info["index"]["chunks"], single_info["index"]["chunks"]);
+    assert_eq!(info["index"]["shards"].as_array().map(Vec::len), Some(3));
+
+    let mut relaxed = 0;
+    for query in queries() {
+        let body = json!({"query": query, "k": 10});
+        let (status, got) = post(coordinator, "/v1/search", body.clone());
+        let (_, want) = post(&single.url, "/v1/search", body);
+        assert_eq!(status, 200, "{query}: {got}");
+        assert_eq!(got["results"], want["results"], "{query}");
+        assert_eq!(got["relaxed"], want["relaxed"], "{query}");
+        relaxed += usize::from(got["relaxed"] == true);
+        assert!(
+            !got["results"].as_array().expect("results").is_empty() || query.contains("-Brno"),
+            "{query}: no results"
+        );
+    }
+    assert!(relaxed >= 1, "the phrase no page has is relaxed");
+
+    // Visits: the same rules and the same page text as on one server.
+    let (_, found) = post(
+        &single.url,
+        "/v1/search",
+        json!({"query": "Anarchism", "k": 3, "session": "single"}),
+    );
+    let url = found["results"][0]["url"]
+        .as_str()
+        .expect("url")
+        .to_string();
+    let (status, refused) = post(
+        coordinator,
+        "/v1/visit",
+        json!({"url": url, "session": "episode-1"}),
+    );
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error"]["code"], "url_not_seen");
+    let (status, missing) = post(
+        coordinator,
+        "/v1/visit",
+        json!({"url": "https://nowhere.example/page", "session": "episode-1"}),
+    );
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(missing["error"]["code"], "url_not_found");
+    post(
+        coordinator,
+        "/v1/search",
+        json!({"query": "Anarchism", "k": 3, "session": "episode-1"}),
+    );
+    let (status, page) = post(
+        coordinator,
+        "/v1/visit",
+        json!({"url": url, "session": "episode-1"}),
+    );
+    assert_eq!(status, 200, "{page}");
+    let (_, want) = post(
+        &single.url,
+        "/v1/visit",
+        json!({"url": url, "session": "single"}),
+    );
+    assert_eq!(page, want);
+    // The transcript is the coordinator's: a session begins with its first search (the
+    // refused visits before it were to no session), then the visit.
+    let (status, transcript) = get(coordinator, "/v1/sessions/episode-1");
+    assert_eq!(status, 200, "{transcript}");
+    let events = transcript["events"].as_array().expect("events");
+    assert_eq!(events.len(), 2, "{transcript}");
+    assert_eq!(events[1]["outcome"], "ok", "{transcript}");
+}
+
+fn get(base: &str, path: &str) -> (u16, Value) {
+    let mut response = agent()
+        .get(format!("{base}{path}"))
+        .call()
+        .expect("request");
+    let status = response.status().as_u16();
+    (
+        status,
+        response.body_mut().read_json().unwrap_or(Value::Null),
+    )
+}
+
+#[test]
+fn every_compatible_client_library_works_through_a_coordinator() {
+    let Some(set) = shard_set() else { return };
+    let cache = std::env::var_os("STILLWEB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
+    let python = cache.join("venv-clients/bin/python");
+    if !fetched(&python, "scripts/client-venv") {
+        return;
+    }
+    let cluster = cluster(set, &[]);
+    let output = Command::new(&python)
+        .arg(repo().join("server/tests/clients/compat_clients.py"))
+        .arg(&cluster.coordinator.url)
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "client checks through the coordinator failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("checks passed"), "{stdout}");
+}
+
+/// `stillweb-loadtest`, built beside this binary by `cargo test --workspace`.
+fn loadtest_binary() -> Option<PathBuf> {
+    let server = PathBuf::from(env!("CARGO_BIN_EXE_stillweb-server"));
+    let path = server.with_file_name("stillweb-loadtest");
+    if path.is_file() {
+        Some(path)
+    } else {
+        skip(&format!(
+            "{} is missing; run `cargo build -p stillweb-loadtest` (cargo test --workspace builds it)",
+            path.display()
+        ));
+        None
+    }
+}
+
+#[test]
+fn a_killed_replica_costs_no_request_and_a_lost_shard_answers_503_until_it_returns() {
+    let Some(set) = shard_set() else { return };
+    let Some(loadtest) = loadtest_binary() else {
+        return;
+    };
+    let mut cluster = cluster(
+        set,
+        &["--shard-timeout-ms", "2000", "--request-timeout-secs", "10"],
+    );
+    let coordinator = cluster.coordinator.url.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let queries = dir.path().join("queries.txt");
+    std::fs::write(&queries, queries_text()).expect("queries");
+    let out = dir.path().join("load");
+    // Open-loop agent episodes (search, visits, end) for 8 s; one replica of shard 1 is killed
+    // with SIGKILL after 3 s.
+    let mut load = Command::new(&loadtest)
+        .args(["--target", &coordinator, "--workload", "episode"])
+        .args(["--rate", "8", "--duration", "8", "--timeout-ms", "10000"])
+        .args(["--queries", queries.to_str().expect("path")])
+        .args(["--out", out.to_str().expect("path")])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the load");
+    std::thread::sleep(Duration::from_secs(3));
+    let victim = cluster.shards[1].remove(0);
+    let victim_port = port(&victim.url);
+    drop(victim); // SIGKILL, then reaped
+    let status = load.wait().expect("load finished");
+    assert!(status.success(), "stillweb-loadtest failed");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report"))
+            .expect("parse report");
+    let episodes = report["episodes"]["completed"].as_u64().expect("episodes");
+    assert!(episodes >= 40, "{report:#}");
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["episodes"]["failed"], 0, "{report:#}");
+
+    // Shard 1's last replica gone: a specific 503, well within the request timeout (for
+    // queries not answered before: the result cache still answers those).
+    let survivor = cluster.shards[1].remove(0);
+    drop(survivor);
+    let started = Instant::now();
+    let fresh = json!({"query": "anarchism in the counterculture"});
+    let (status, body) = post(&coordinator, "/v1/search", fresh.clone());
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "shard_unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shard 1")),
+        "{body}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Each dialect says so in its own shape.
+    let (status, serper) = post(
+        &coordinator,
+        "/serper/search",
+        json!({"q": "anarchist revolts"}),
+    );
+    assert_eq!(status, 503, "{serper}");
+
+    // A replica back on its address: the coordinator uses it again by itself.
+    let back = shard_server(set, 1, victim_port);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = post(&coordinator, "/v1/search", fresh.clone());
+        if status == 200 {
+            assert!(!body["results"].as_array().expect("results").is_empty());
+            break;
+        }
+        assert!(Instant::now() < deadline, "not recovered: {status} {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(back);
+}
+
+fn port(url: &str) -> u16 {
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port")
+}
+
+fn queries_text() -> String {
+    queries()
+        .into_iter()
+        .filter(|q| !q.contains('"'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
