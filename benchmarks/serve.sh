@@ -10,7 +10,14 @@ export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
 start_server() {
   local dir=$1 name=$2 index=$3
   shift 3
-  "${SERVER_BIN:-target/release/stillweb-server}" --index "$index" --listen 127.0.0.1:0 "$@" \
+  start_with "$dir" "$name" --index "$index" "$@"
+}
+
+# start_with DIR NAME FLAGS...: the same with exactly FLAGS (a coordinator: --shard URL...).
+start_with() {
+  local dir=$1 name=$2
+  shift 2
+  "${SERVER_BIN:-target/release/stillweb-server}" --listen 127.0.0.1:0 "$@" \
     > "$dir/$name.server.out" 2> "$dir/$name.server.log" &
   pid=$!
   for _ in $(seq 600); do

@@ -65,6 +65,13 @@ enum Command {
         doc_vectors: stillweb_index::dense::DocVectors,
         #[arg(long)]
         force: bool,
+        /// Build a set of N shards (`--out/shard-I`, finalized) instead of one index.
+        #[arg(long)]
+        shards: Option<u32>,
+        /// With --shards: build only shard I, as one independent job would (then run
+        /// `stillweb-indexer finalize --out DIR`).
+        #[arg(long, requires = "shards")]
+        shard: Option<u32>,
     },
     /// Write a query file (TSV: id, query) in bag-of-words form, the form every peer engine gets.
     Bag {
@@ -147,6 +154,8 @@ fn main() -> anyhow::Result<()> {
             model_threads,
             doc_vectors,
             force,
+            shards,
+            shard,
         } => {
             let corpus = CorpusManifest::load(&manifest)?;
             let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
@@ -163,14 +172,33 @@ fn main() -> anyhow::Result<()> {
                 doc_vectors,
                 ..Default::default()
             };
-            let report =
-                stillweb_index::build_index_with(&corpus, &out, &options, Some(&mut composed))?;
+            let reports = match shards {
+                None => vec![stillweb_index::build_index_with(
+                    &corpus,
+                    &out,
+                    &options,
+                    Some(&mut composed),
+                )?],
+                Some(n) => stillweb_index::build_shards(
+                    &corpus,
+                    &out,
+                    n,
+                    shard,
+                    &options,
+                    Some(&mut composed),
+                )?,
+            };
+            let count = |f: fn(&stillweb_index::IndexManifest) -> u64| -> u64 {
+                reports.iter().map(|r| f(&r.manifest)).sum()
+            };
             println!(
                 "{}",
                 serde_json::json!({
                     "index": out,
-                    "documents": report.manifest.documents,
-                    "chunks": report.manifest.chunks,
+                    "shards": shards,
+                    "seconds": reports.iter().map(|r| r.elapsed.as_secs_f64()).collect::<Vec<_>>(),
+                    "documents": count(|m| m.documents),
+                    "chunks": count(|m| m.chunks),
                     "distinct_sentences_embedded": composed.sentences(),
                     "passages_composed": composed.passages,
                     "vectors": "chunk = normalised mean of its sentences' MiniLM vectors",

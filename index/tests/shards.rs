@@ -240,3 +240,51 @@ fn a_set_is_served_only_finalized_and_only_with_its_own_shards() {
         ));
     }
 }
+
+#[test]
+fn filter_decisions_are_made_on_the_whole_corpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus(dir.path());
+    let single_dir = dir.path().join("single");
+    build_index_with(&corpus, &single_dir, &BuildOptions::default(), None).expect("single");
+    let set = dir.path().join("set");
+    build_shards(&corpus, &set, 3, None, &BuildOptions::default(), None).expect("shards");
+    let single = SearchIndex::open(&single_dir).expect("open");
+    let shards: Vec<SearchIndex> = (0..3)
+        .map(|i| SearchIndex::open(&shard_dir(&set, i)).expect("open shard"))
+        .collect();
+    // A phrase only document 17 has (its title): two shards have no page with it.
+    let query = parse("\"Doc 17\" glacier");
+    let weights = Mode::Bm25.weights();
+    let want = single
+        .candidates(&single.prepare(query.clone(), None, &weights), 20)
+        .expect("single");
+    assert!(!want.relaxed);
+    assert_eq!(want.bm25.len(), 1, "{want:?}");
+
+    let counts: Vec<_> = shards
+        .iter()
+        .map(|s| s.filter_counts(&query).expect("counts"))
+        .collect();
+    assert_eq!(counts.iter().filter(|c| c.pages == 0).count(), 2);
+    let plan = stillweb_index::search::FilterCounts::sum(counts).plan(&query);
+    assert!(!plan.relaxed && plan.exact, "{plan:?}");
+    let merged = |plan| {
+        let parts: Vec<_> = shards
+            .iter()
+            .map(|s| {
+                s.candidates_planned(&s.prepare(query.clone(), None, &weights), 20, plan)
+                    .expect("shard")
+            })
+            .collect();
+        (
+            merge(parts.iter().map(|c| c.bm25.clone()).collect(), 20),
+            parts.iter().any(|c| c.relaxed),
+        )
+    };
+    assert_eq!(merged(Some(plan)), (want.bm25.clone(), false));
+    // Decided by each shard alone, the shards without the phrase relax it and answer pages
+    // the single index would not.
+    let (alone, relaxed) = merged(None);
+    assert!(relaxed && alone.len() > 1, "{alone:?}");
+}
