@@ -6,16 +6,17 @@ use tantivy::schema::{
 
 use crate::analyzer::ANALYZER;
 
-fn analyzed(stored: bool) -> TextOptions {
+/// Analysed text, not stored, with term frequencies and, when `positions` (phrase filters run
+/// over the docs index only), positions.
+fn analyzed(positions: bool) -> TextOptions {
     let indexing = TextFieldIndexing::default()
         .set_tokenizer(ANALYZER)
-        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
-    let options = TextOptions::default().set_indexing_options(indexing);
-    if stored {
-        options.set_stored()
-    } else {
-        options
-    }
+        .set_index_option(if positions {
+            IndexRecordOption::WithFreqsAndPositions
+        } else {
+            IndexRecordOption::WithFreqs
+        });
+    TextOptions::default().set_indexing_options(indexing)
 }
 
 /// One tantivy document per page.
@@ -54,7 +55,7 @@ impl DocFields {
             title: b.add_text_field("title", STORED),
             date: b.add_text_field("date", STORED),
             body: b.add_text_field("body", STORED),
-            content: b.add_text_field("content", analyzed(false)),
+            content: b.add_text_field("content", analyzed(true)),
             chunk_count: b.add_u64_field("chunk_count", FAST | STORED),
         };
         (b.build(), fields)
@@ -76,20 +77,18 @@ impl DocFields {
     }
 }
 
-/// One tantivy document per chunk.
+/// One tantivy document per chunk. Nothing is stored: a chunk's text is the slice `start..end`
+/// of its page's stored body (storing it again doubled the stored text), and the chunk BM25
+/// needs term frequencies, not positions.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkFields {
     /// Global chunk id: the chunk's row in the dense vector store.
     pub chunk_id: Field,
     /// `ord` of the chunk's document.
     pub doc_ord: Field,
-    /// Position of the chunk within its document.
-    pub chunk_ord: Field,
     /// Byte offsets of the chunk in the document body.
     pub start: Field,
     pub end: Field,
-    /// The chunk's text, stored for snippets.
-    pub text: Field,
     /// Document title and chunk text, analysed: a chunk read without its title loses context.
     pub context: Field,
 }
@@ -98,12 +97,10 @@ impl ChunkFields {
     pub fn schema() -> (Schema, ChunkFields) {
         let mut b = Schema::builder();
         let fields = ChunkFields {
-            chunk_id: b.add_u64_field("chunk_id", INDEXED | FAST | STORED),
-            doc_ord: b.add_u64_field("doc_ord", INDEXED | FAST | STORED),
-            chunk_ord: b.add_u64_field("chunk_ord", STORED),
-            start: b.add_u64_field("start", STORED),
-            end: b.add_u64_field("end", STORED),
-            text: b.add_text_field("text", STORED),
+            chunk_id: b.add_u64_field("chunk_id", INDEXED | FAST),
+            doc_ord: b.add_u64_field("doc_ord", INDEXED | FAST),
+            start: b.add_u64_field("start", FAST),
+            end: b.add_u64_field("end", FAST),
             context: b.add_text_field("context", analyzed(false)),
         };
         (b.build(), fields)
@@ -113,10 +110,8 @@ impl ChunkFields {
         Ok(ChunkFields {
             chunk_id: schema.get_field("chunk_id")?,
             doc_ord: schema.get_field("doc_ord")?,
-            chunk_ord: schema.get_field("chunk_ord")?,
             start: schema.get_field("start")?,
             end: schema.get_field("end")?,
-            text: schema.get_field("text")?,
             context: schema.get_field("context")?,
         })
     }

@@ -627,7 +627,7 @@ impl Writers<'_> {
                 .chunk_counts
                 .push(u32::try_from(chunks.len()).unwrap_or(u32::MAX));
         }
-        for (chunk_ord, chunk) in chunks.into_iter().enumerate() {
+        for chunk in chunks {
             let c = self.chunk_fields;
             let text = chunk.slice(&doc.text);
             if let Some(dense) = &mut self.dense {
@@ -640,10 +640,8 @@ impl Writers<'_> {
             let mut cd = TantivyDocument::default();
             cd.add_u64(c.chunk_id, self.chunk_count);
             cd.add_u64(c.doc_ord, ord);
-            cd.add_u64(c.chunk_ord, chunk_ord as u64);
             cd.add_u64(c.start, chunk.start as u64);
             cd.add_u64(c.end, chunk.end as u64);
-            cd.add_text(c.text, text);
             cd.add_text(c.context, format!("{}\n{text}", doc.title));
             self.chunks.add_document(cd)?;
             self.chunk_count += 1;

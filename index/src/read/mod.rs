@@ -49,6 +49,8 @@ pub struct SearchIndex {
     pub(crate) chunk_addresses: Vec<DocAddress>,
     /// Each docs segment's `ord` column, opened once (the reader never reloads): a hit's ordinal.
     ord_columns: Vec<Column<u64>>,
+    /// Each chunks segment's `start` and `end` columns: a chunk's bytes in its page's body.
+    span_columns: Vec<(Column<u64>, Column<u64>)>,
     /// Every document's id by ordinal (`None` in indexes built before `doc_ids.bin`).
     doc_ids: Option<DocIds>,
     /// Each docs segment's `doc_id` column (`None` in indexes built before it was a fast field):
@@ -168,6 +170,13 @@ impl SearchIndex {
             .iter()
             .map(|s| s.fast_fields().str("doc_id").ok().flatten())
             .collect();
+        let span_columns = chunk_reader
+            .searcher()
+            .segment_readers()
+            .iter()
+            .map(|s| Ok((s.fast_fields().u64("start")?, s.fast_fields().u64("end")?)))
+            .collect::<tantivy::Result<_>>()
+            .map_err(|e| damaged(format!("chunks index: {e}")))?;
         let dense = match &manifest.dense {
             Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
             None => None,
@@ -189,6 +198,7 @@ impl SearchIndex {
             chunk_addresses,
             doc_ids,
             ord_columns,
+            span_columns,
             doc_id_columns,
             dense,
             bm25_stats: None,
@@ -296,6 +306,19 @@ impl SearchIndex {
             Some((_, address)) => Ok(Some(self.stored_doc(&searcher, *address)?)),
             None => Ok(None),
         }
+    }
+
+    /// Chunk `id`'s page (local ordinal) and its byte span in that page's body.
+    pub(crate) fn chunk_span(&self, id: u64) -> Option<(u64, std::ops::Range<usize>)> {
+        let address = self.chunk_addresses.get(id as usize)?;
+        let (start, end) = self.span_columns.get(address.segment_ord as usize)?;
+        let span = start.first(address.doc_id)? as usize..end.first(address.doc_id)? as usize;
+        // The document whose chunk range holds `id`: the last offset at or below it.
+        let doc = self
+            .chunk_offsets
+            .partition_point(|&o| o <= id)
+            .checked_sub(1)?;
+        Some((doc as u64, span))
     }
 
     /// Chunks per document, by ordinal.

@@ -3,9 +3,6 @@
 
 use std::collections::HashMap;
 
-use tantivy::TantivyDocument;
-use tantivy::schema::Value;
-
 use super::{Hit, Ranked};
 use crate::read::StoredDoc;
 use crate::{IndexError, SearchIndex};
@@ -65,19 +62,25 @@ impl SearchIndex {
                     .insert(ord, self.stored_doc(&doc_searcher, address)?);
             }
         }
-        let chunk_searcher = self.chunk_reader.searcher();
+        // A chunk's text is a slice of its page's body: the page is read (once) if the caller
+        // did not ask for it.
         for id in chunks {
             if pages.chunks.contains_key(&id) {
                 continue;
             }
-            let Some(&address) = self.chunk_addresses.get(id as usize) else {
+            let Some((local, span)) = self.chunk_span(id) else {
                 continue;
             };
-            let chunk: TantivyDocument = chunk_searcher.doc(address)?;
-            if let Some(text) = chunk
-                .get_first(self.chunk_fields.text)
-                .and_then(|v| v.as_str())
-            {
+            let ord = self.global_ords.global(local);
+            if !pages.docs.contains_key(&ord) {
+                let Some(&address) = self.doc_addresses.get(local as usize) else {
+                    continue;
+                };
+                pages
+                    .docs
+                    .insert(ord, self.stored_doc(&doc_searcher, address)?);
+            }
+            if let Some(text) = pages.docs.get(&ord).and_then(|d| d.text.get(span)) {
                 pages.chunks.insert(id, text.to_string());
             }
         }

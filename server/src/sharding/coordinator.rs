@@ -414,7 +414,8 @@ pub fn merge_candidates(parts: Vec<Candidates>, limit: usize) -> (Candidates, Ha
     merged.bm25 = bm25;
     merged.dense = dense;
     merged.dense_bm25 = dense_bm25;
-    owners.retain(|doc, _| lexical.contains(doc) || merged.dense.iter().any(|c| c.0 == *doc));
+    let nearest: HashSet<u64> = merged.dense.iter().map(|c| c.0).collect();
+    owners.retain(|doc, _| lexical.contains(doc) || nearest.contains(doc));
     (merged, owners)
 }
 

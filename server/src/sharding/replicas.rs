@@ -199,10 +199,11 @@ enum Attempt {
 }
 
 /// Probes every replica of `sets` on `/readyz` every `every`, from a thread of its own, for the
-/// life of the process, marking each up or down.
+/// life of the process, marking each up or down (a probe waits up to 2 s: a busy replica is
+/// slow, not down).
 pub fn watch(sets: Vec<ReplicaSet>, every: Duration) -> std::io::Result<()> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(every.max(Duration::from_millis(500))))
+        .timeout_global(Some(Duration::from_secs(2)))
         .http_status_as_error(false)
         .build()
         .into();
