@@ -72,15 +72,16 @@ impl SearchIndex {
                 continue;
             };
             let ord = self.global_ords.global(local);
-            if !pages.docs.contains_key(&ord) {
-                let Some(&address) = self.doc_addresses.get(local as usize) else {
-                    continue;
-                };
-                pages
-                    .docs
-                    .insert(ord, self.stored_doc(&doc_searcher, address)?);
-            }
-            if let Some(text) = pages.docs.get(&ord).and_then(|d| d.text.get(span)) {
+            let doc = match pages.docs.entry(ord) {
+                std::collections::hash_map::Entry::Occupied(page) => page.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let Some(&address) = self.doc_addresses.get(local as usize) else {
+                        continue;
+                    };
+                    slot.insert(self.stored_doc(&doc_searcher, address)?)
+                }
+            };
+            if let Some(text) = doc.text.get(span) {
                 pages.chunks.insert(id, text.to_string());
             }
         }

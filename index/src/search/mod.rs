@@ -40,6 +40,14 @@ pub use filter::{FilterCounts, FilterPlan};
 pub use rank::{Ranked, Ranking};
 pub use retriever::Retriever;
 
+/// The time since `clock`, which restarts: one stage's time in a pipeline's timings.
+pub fn lap(clock: &mut std::time::Instant) -> std::time::Duration {
+    let now = std::time::Instant::now();
+    let elapsed = now - *clock;
+    *clock = now;
+    elapsed
+}
+
 /// Weights of the ranking signals (each min-max normalised before weighting).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Weights {

@@ -9,7 +9,7 @@ use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
 
 use super::fetch::Pages;
 use super::rank::{apply_rerank, rank, rerank_pool};
-use super::{SearchParams, SearchResults};
+use super::{SearchParams, SearchResults, lap};
 use crate::query::ParsedQuery;
 use crate::{IndexError, SearchIndex};
 
@@ -151,12 +151,4 @@ impl Retriever {
         results.timings.fetch = lap(&mut clock);
         Ok(results)
     }
-}
-
-/// The time since `clock`, which restarts.
-fn lap(clock: &mut Instant) -> std::time::Duration {
-    let now = Instant::now();
-    let elapsed = now - *clock;
-    *clock = now;
-    elapsed
 }

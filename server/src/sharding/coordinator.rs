@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 use serde::Deserialize;
 use stillweb_index::dense::DenseManifest;
 use stillweb_index::search::rank::{Ranked, apply_rerank, rank, rerank_pool};
-use stillweb_index::search::{Candidates, ChunkScore, FilterCounts, PreparedQuery};
+use stillweb_index::search::{Candidates, ChunkScore, FilterCounts, PreparedQuery, lap};
 use stillweb_index::shard::{ShardManifest, shard_of};
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, StoredDoc};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
@@ -417,14 +417,6 @@ pub fn merge_candidates(parts: Vec<Candidates>, limit: usize) -> (Candidates, Ha
     let nearest: HashSet<u64> = merged.dense.iter().map(|c| c.0).collect();
     owners.retain(|doc, _| lexical.contains(doc) || nearest.contains(doc));
     (merged, owners)
-}
-
-/// The time since `clock`, which restarts.
-fn lap(clock: &mut Instant) -> Duration {
-    let now = Instant::now();
-    let elapsed = now - *clock;
-    *clock = now;
-    elapsed
 }
 
 #[cfg(test)]
