@@ -190,55 +190,13 @@ pub async fn run_search(
         });
     }
     state.metrics.cache("results", false);
-    let timed = match &state.backend {
-        Backend::Index(retriever) => {
-            let retriever = Arc::clone(retriever);
-            let embeddings = state.embeddings.clone();
-            let metrics = state.metrics.clone();
-            state
-                .pool
-                .run(move || {
-                    let started = Instant::now();
-                    let embeds = retriever.embeds(&query.text);
-                    let vector = embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
-                        retriever.embed(t).map_err(ApiError::internal)
-                    })?;
-                    let embed = started.elapsed();
-                    let mut results = retriever
-                        .search_embedded(&query, vector, &params)
-                        .map_err(ApiError::internal)?;
-                    results.timings.embed = embed;
-                    Ok::<_, ApiError>(results)
-                })
-                .await?
-        }
-        Backend::Shards(coordinator) => {
-            let started = Instant::now();
-            let embeds = params.weights.dense_chunk > 0.0 && coordinator.embeds(&query.text);
-            let vector = if embeds {
-                let (c, embeddings, metrics, text) = (
-                    Arc::clone(coordinator),
-                    state.embeddings.clone(),
-                    state.metrics.clone(),
-                    query.text.clone(),
-                );
-                state
-                    .pool
-                    .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
-                    .await?
-            } else {
-                None
-            };
-            let embed = started.elapsed();
-            let mut results = coordinator
-                .search(&state.pool, query, vector, &params)
-                .await?;
-            results.timings.embed = embed;
-            results
-        }
+    // Bounded by the request's time limit (the `observe` middleware), not per search.
+    let results = match &state.backend {
+        Backend::Index(retriever) => on_index(state, Arc::clone(retriever), query, params).await?,
+        Backend::Shards(coordinator) => on_shards(state, coordinator, query, params).await?,
     };
     let timed = Timed {
-        results: timed,
+        results,
         cached: false,
     };
     let t = timed.results.timings;
@@ -254,6 +212,62 @@ pub async fn run_search(
     }
     state.results.insert(key, Arc::new(timed.results.clone()));
     Ok(timed)
+}
+
+/// Every stage on this server's index, on the search pool (the query embedded there too).
+async fn on_index(
+    state: &AppState,
+    retriever: Arc<stillweb_index::Retriever>,
+    query: ParsedQuery,
+    params: SearchParams,
+) -> Result<SearchResults, ApiError> {
+    let (embeddings, metrics) = (state.embeddings.clone(), state.metrics.clone());
+    state
+        .pool
+        .run(move || {
+            let started = Instant::now();
+            let embeds = retriever.embeds(&query.text);
+            let vector = embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
+                retriever.embed(t).map_err(ApiError::internal)
+            })?;
+            let embed = started.elapsed();
+            let mut results = retriever
+                .search_embedded(&query, vector, &params)
+                .map_err(ApiError::internal)?;
+            results.timings.embed = embed;
+            Ok(results)
+        })
+        .await
+}
+
+/// The query embedded on the search pool, then the stages over the shards.
+async fn on_shards(
+    state: &AppState,
+    coordinator: &Arc<crate::sharding::Coordinator>,
+    query: ParsedQuery,
+    params: SearchParams,
+) -> Result<SearchResults, ApiError> {
+    let started = Instant::now();
+    let vector = if params.weights.dense_chunk > 0.0 && coordinator.embeds(&query.text) {
+        let (c, embeddings, metrics, text) = (
+            Arc::clone(coordinator),
+            state.embeddings.clone(),
+            state.metrics.clone(),
+            query.text.clone(),
+        );
+        state
+            .pool
+            .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
+            .await?
+    } else {
+        None
+    };
+    let embed = started.elapsed();
+    let mut results = coordinator
+        .search(&state.pool, query, vector, &params)
+        .await?;
+    results.timings.embed = embed;
+    Ok(results)
 }
 
 /// The query vector of `text` when `embeds`: from the embedding cache, or computed by `embed`
