@@ -5,19 +5,9 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use support::{fetched, repo, samples_index, spawn_server};
-
-/// The client environment's python, or `None` (a failure under CI) when it was not made.
-fn client_python() -> Option<PathBuf> {
-    let cache = std::env::var_os("STILLWEB_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
-    let python = cache.join("venv-clients/bin/python");
-    fetched(&python, "scripts/client-venv").then_some(python)
-}
+use support::{client_python, repo, samples_index, spawn_server};
 
 #[test]
 fn real_client_libraries_and_documented_requests() {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stillweb_index::shard::shard_dir;
-use support::{Server, agent, fetched, repo, samples_index, shared_data, skip, spawn_server};
+use support::{Server, agent, client_python, repo, samples_index, shared_data, skip, spawn_server};
 
 /// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
 fn shard_set() -> Option<&'static Path> {
@@ -221,13 +221,9 @@ fn get(base: &str, path: &str) -> (u16, Value) {
 #[test]
 fn every_compatible_client_library_works_through_a_coordinator() {
     let Some(set) = shard_set() else { return };
-    let cache = std::env::var_os("STILLWEB_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
-    let python = cache.join("venv-clients/bin/python");
-    if !fetched(&python, "scripts/client-venv") {
+    let Some(python) = client_python() else {
         return;
-    }
+    };
     let cluster = cluster(set, &[]);
     let output = Command::new(&python)
         .arg(repo().join("server/tests/clients/compat_clients.py"))

@@ -21,6 +21,16 @@ pub fn spawn_server(index: &Path, extra: &[&str]) -> Server {
     stillweb_test_support::spawn_server(env!("CARGO_BIN_EXE_stillweb-server"), index, extra)
 }
 
+/// The client environment's python (`scripts/client-venv`), or `None` (a failure under CI) when
+/// it was not made.
+pub fn client_python() -> Option<std::path::PathBuf> {
+    let cache = std::env::var_os("STILLWEB_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| stillweb_models::models_dir().join(".."));
+    let python = cache.join("venv-clients/bin/python");
+    fetched(&python, "scripts/client-venv").then_some(python)
+}
+
 /// Starts this crate's `stillweb-server` binary with exactly `args`.
 pub fn spawn_with(args: &[&str]) -> Server {
     stillweb_test_support::spawn_with(env!("CARGO_BIN_EXE_stillweb-server"), args)
