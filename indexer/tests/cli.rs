@@ -360,7 +360,7 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mean = dir.path().join("mean");
     let manifest = json(&indexer(&[
-        "doc-vectors",
+        "revector",
         "--index",
         path_str(&out),
         "--out",
@@ -377,6 +377,19 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
         path_str(&items),
     ]));
     assert!(scores["gold@10"].as_f64().expect("g10") >= 0.99, "{scores}");
+    // Rounded vectors cannot be made full precision again.
+    let refused = indexer(&[
+        "revector",
+        "--index",
+        path_str(&out),
+        "--out",
+        path_str(&dir.path().join("f32")),
+        "--chunk-vectors",
+        "f32",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--chunk-vectors f32"), "{stderr}");
 }
 
 /// A content hash of everything that shapes a built index: the indexing code, the model files and
@@ -436,9 +449,37 @@ fn cache_key(inputs: &[PathBuf]) -> String {
     hex::encode(hasher.finalize())[..16].to_string()
 }
 
-/// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder.
+/// A dense index of `manifest` with the default embedder and the default chunk vector precision:
+/// a `revector` of [`cached_full_precision_index`] (which a direct build equals; index/tests/dense.rs).
 fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf {
-    cached_dense_build(name, manifest, data, None)
+    let full = cached_full_precision_index(name, manifest, data);
+    let key = full
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit('-').next())
+        .expect("cache key")
+        .to_string();
+    let out = full.with_file_name(format!("{name}-{key}"));
+    if !out.join("manifest.json").is_file() {
+        json(&indexer(&[
+            "revector",
+            "--index",
+            path_str(&full),
+            "--out",
+            path_str(&out),
+            "--chunk-vectors",
+            &stillweb_index::BuildOptions::default()
+                .chunk_precision
+                .to_string(),
+            "--force",
+        ]));
+    }
+    out
+}
+
+/// Builds (or reuses from the cache) a dense index of `manifest` with f32 chunk vectors.
+fn cached_full_precision_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf {
+    cached_dense_build(&format!("{name}-f32"), manifest, data, None)
 }
 
 /// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder, or
@@ -498,8 +539,52 @@ fn cached_dense_build(
     if let Some(n) = &shards {
         args.extend(["--shards", n.as_str()]);
     }
+    if name.ends_with("-f32") {
+        args.extend(["--chunk-vectors", "f32"]);
+    }
     json(&indexer(&args));
     out
+}
+
+/// The default chunk vector precision must keep quality: within 0.002 nDCG@10 of f32 on SciFact
+/// and 0.01 gold@1 on the fabricated items (the bar it was chosen by).
+#[test]
+fn default_chunk_vector_precision_keeps_quality() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let scifact = [data.join("beir/scifact/corpus.jsonl")];
+    let fabricated = [data.join("fabricated/documents.jsonl")];
+    let beir = data.join("beir/scifact");
+    let items = data.join("fabricated/items.jsonl");
+    let score = |index: &Path, set: &str, metric: &str| {
+        let scores = json(&indexer(&[
+            "eval",
+            "--index",
+            path_str(index),
+            set,
+            path_str(if set == "--beir" { &beir } else { &items }),
+        ]));
+        scores[metric].as_f64().expect(metric)
+    };
+    for (name, data, set, metric, bar) in [
+        ("scifact", &scifact, "--beir", "ndcg@10", 0.002),
+        ("fabricated", &fabricated, "--items", "gold@1", 0.01),
+    ] {
+        let manifest = repo().join(format!("corpus-manifests/{name}.toml"));
+        let full = score(
+            &cached_full_precision_index(name, &manifest, data),
+            set,
+            metric,
+        );
+        let default = score(&cached_dense_index(name, &manifest, data), set, metric);
+        eprintln!("{name} {metric}: f32 {full:.4}, default precision {default:.4}");
+        assert!(
+            default >= full - bar,
+            "{name}: {metric} {default} is more than {bar} below f32's {full}"
+        );
+    }
 }
 
 #[test]

@@ -71,6 +71,18 @@ pub struct Args {
     /// Longest accepted query, in characters.
     #[arg(long, env = "STILLWEB_MAX_QUERY_CHARS", default_value_t = 2048)]
     pub max_query_chars: usize,
+    /// Where sessions live: `memory` (this process, the default) or `redis://HOST:PORT/DB`
+    /// (shared by every server pointed at it, so an episode may search on one and visit on
+    /// another; survives restarts). With Redis unreachable, searches and visits answer 503
+    /// `session_store_unavailable`.
+    #[arg(long, env = "STILLWEB_SESSIONS", default_value = "memory")]
+    pub sessions: String,
+    /// Prefix of every Redis key stillweb writes (the servers of one cluster share it).
+    #[arg(long, env = "STILLWEB_SESSIONS_PREFIX", default_value = "stillweb")]
+    pub sessions_prefix: String,
+    /// Deadline of one call to the Redis session store, in milliseconds.
+    #[arg(long, env = "STILLWEB_SESSIONS_TIMEOUT_MS", default_value_t = 500)]
+    pub sessions_timeout_ms: u64,
     /// Seconds a session may stay idle before it is forgotten.
     #[arg(long, env = "STILLWEB_SESSION_TTL_SECS", default_value_t = 3600)]
     pub session_ttl_secs: u64,
@@ -158,6 +170,17 @@ pub enum Source {
     },
 }
 
+/// Where sessions live.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionStore {
+    Memory,
+    Redis {
+        url: String,
+        prefix: String,
+        timeout: Duration,
+    },
+}
+
 /// Validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -174,6 +197,7 @@ pub struct Config {
     pub shutdown_drain: Duration,
     pub max_query_chars: usize,
     pub sessions: SessionLimits,
+    pub session_store: SessionStore,
     /// Ranking parameters; the weights are set from `mode` once the index is open.
     pub search: SearchParams,
     pub mode: Option<Mode>,
@@ -271,6 +295,27 @@ impl Args {
                 }
             }
         };
+        let session_store = match self.sessions.as_str() {
+            "memory" => SessionStore::Memory,
+            url if url.starts_with("redis://") => {
+                if self.sessions_timeout_ms == 0 {
+                    return Err("--sessions-timeout-ms must be at least 1".into());
+                }
+                if self.sessions_prefix.is_empty() || self.sessions_prefix.contains(['{', '}']) {
+                    return Err("--sessions-prefix must be non-empty and without `{` or `}`".into());
+                }
+                SessionStore::Redis {
+                    url: url.to_string(),
+                    prefix: self.sessions_prefix.clone(),
+                    timeout: Duration::from_millis(self.sessions_timeout_ms),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "--sessions takes `memory` or a redis://HOST:PORT/DB URL, got `{other}`"
+                ));
+            }
+        };
         let search_threads = if self.search_threads == 0 {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         } else {
@@ -297,6 +342,7 @@ impl Args {
                 max_urls_per_session: self.max_urls_per_session,
                 max_events_per_session: self.max_events_per_session,
             },
+            session_store,
             search: SearchParams {
                 candidates: self.candidates,
                 rerank_pool: if self.reranker.is_some() {

@@ -36,6 +36,8 @@ pub enum ErrorCode {
     NotReady,
     /// A coordinator could reach no replica of a shard of its index within the time limit.
     ShardUnavailable,
+    /// The shared session store (Redis) cannot be reached; searches and visits fail closed.
+    SessionStoreUnavailable,
     /// A bug or an I/O failure; details are in the server log.
     Internal,
 }
@@ -63,12 +65,13 @@ impl ErrorCode {
             ErrorCode::BodyTimeout => "body_timeout",
             ErrorCode::NotReady => "not_ready",
             ErrorCode::ShardUnavailable => "shard_unavailable",
+            ErrorCode::SessionStoreUnavailable => "session_store_unavailable",
             ErrorCode::Internal => "internal",
         }
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
@@ -83,6 +86,7 @@ impl ErrorCode {
         ErrorCode::BodyTimeout,
         ErrorCode::NotReady,
         ErrorCode::ShardUnavailable,
+        ErrorCode::SessionStoreUnavailable,
         ErrorCode::Internal,
     ];
 }
@@ -113,6 +117,13 @@ impl ApiError {
             ErrorCode::Internal,
             "internal error; the cause is in the server log",
         )
+    }
+}
+
+impl From<crate::session::Unavailable> for ApiError {
+    fn from(e: crate::session::Unavailable) -> ApiError {
+        tracing::warn!(error = %e, "session store unavailable");
+        ApiError::new(ErrorCode::SessionStoreUnavailable, e.to_string())
     }
 }
 
@@ -160,7 +171,8 @@ mod tests {
             ErrorCode::BodyTimeout => 11,
             ErrorCode::NotReady => 12,
             ErrorCode::ShardUnavailable => 13,
-            ErrorCode::Internal => 14,
+            ErrorCode::SessionStoreUnavailable => 14,
+            ErrorCode::Internal => 15,
         }
     }
 

@@ -181,8 +181,7 @@ fn prepare_index(mut config: Config, dir: &std::path::Path) -> anyhow::Result<Ap
         .search(&stillweb_index::parse("warm up"), &config.search)
         .context("warm-up query failed")?;
     info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let state = AppState::new(Backend::Index(std::sync::Arc::new(retriever)), config)
-        .context("cannot start the search thread pool")?;
+    let state = AppState::new(Backend::Index(std::sync::Arc::new(retriever)), config)?;
     state.set_ready(true);
     Ok(state)
 }
@@ -214,8 +213,7 @@ fn prepare_coordinator(
         .context("cannot start the shard health checks")?;
     let coordinator = Coordinator::new(sets, set, embedder, reranker)?;
     info!(shards = shards.len(), mode = ?mode, "coordinating");
-    let state = AppState::new(Backend::Shards(std::sync::Arc::new(coordinator)), config)
-        .context("cannot start the search thread pool")?;
+    let state = AppState::new(Backend::Shards(std::sync::Arc::new(coordinator)), config)?;
     state.set_ready(true);
     Ok(state)
 }

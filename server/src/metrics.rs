@@ -109,7 +109,9 @@ impl Metrics {
     }
 
     /// The text exposition format.
-    pub fn render(&self, active_sessions: usize) -> String {
+    /// The exposition text; `active_sessions` is `None` when the session store cannot say (the
+    /// gauge is then left out rather than reported as 0).
+    pub fn render(&self, active_sessions: Option<usize>) -> String {
         let inner = self.lock();
         let mut out = String::new();
         out.push_str("# HELP stillweb_http_requests_total Requests by route pattern, method and status.\n# TYPE stillweb_http_requests_total counter\n");
@@ -149,8 +151,10 @@ impl Metrics {
                 "stillweb_rejected_requests_total{{reason=\"{reason}\"}} {n}"
             );
         }
-        out.push_str("# HELP stillweb_active_sessions Sessions alive now.\n# TYPE stillweb_active_sessions gauge\n");
-        let _ = writeln!(out, "stillweb_active_sessions {active_sessions}");
+        if let Some(active) = active_sessions {
+            out.push_str("# HELP stillweb_active_sessions Sessions alive now.\n# TYPE stillweb_active_sessions gauge\n");
+            let _ = writeln!(out, "stillweb_active_sessions {active}");
+        }
         out
     }
 }
@@ -167,7 +171,7 @@ mod tests {
         m.stage("rerank", Duration::from_millis(700));
         m.cache("results", true);
         m.rejection("overloaded");
-        let text = m.render(5);
+        let text = m.render(Some(5));
         assert!(text.contains(
             "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2"
         ));

@@ -10,16 +10,17 @@ use tokio::sync::Semaphore;
 
 use crate::cache::LruCache;
 use crate::config::Config;
+use crate::config::SessionStore;
 use crate::metrics::Metrics;
 use crate::pool::SearchPool;
-use crate::session::SessionStore;
+use crate::session::{MemorySessions, RedisSessions, Sessions};
 
 /// Shared application state (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// What answers searches and visits: an index, or a coordinator over a shard set.
     pub backend: Backend,
-    pub sessions: Arc<SessionStore>,
+    pub sessions: Arc<Sessions>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
     pub metrics: Arc<Metrics>,
@@ -66,15 +67,27 @@ impl Backend {
 }
 
 impl AppState {
-    pub fn new(backend: Backend, config: Config) -> std::io::Result<AppState> {
+    pub fn new(backend: Backend, config: Config) -> anyhow::Result<AppState> {
+        let sessions = match &config.session_store {
+            SessionStore::Memory => Sessions::Memory(MemorySessions::new(config.sessions.clone())),
+            SessionStore::Redis {
+                url,
+                prefix,
+                timeout,
+            } => Sessions::Redis(
+                RedisSessions::connect(url, prefix, config.sessions.clone(), *timeout)
+                    .map_err(anyhow::Error::msg)?,
+            ),
+        };
         Ok(AppState {
             backend,
             metrics: Arc::new(Metrics::default()),
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-            sessions: Arc::new(SessionStore::new(config.sessions.clone())),
-            pool: SearchPool::new(config.search_threads)?,
+            sessions: Arc::new(sessions),
+            pool: SearchPool::new(config.search_threads)
+                .map_err(|e| anyhow::anyhow!("cannot start the search thread pool: {e}"))?,
             config: Arc::new(config),
             ready: Arc::new(AtomicBool::new(false)),
         })

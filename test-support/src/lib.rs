@@ -163,3 +163,102 @@ pub fn agent() -> ureq::Agent {
         .build()
         .into()
 }
+
+/// A real `redis-server` on a free loopback port, its data (append-only file on, fsync on every
+/// write) in a folder of its own; killed when dropped.
+#[derive(Debug)]
+pub struct Redis {
+    child: Option<Child>,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Redis {
+    /// Starts one, or `None` after [`skip`] when `redis-server` is not installed
+    /// (`scripts/system-packages` installs it).
+    pub fn start() -> Option<Redis> {
+        if Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_err()
+        {
+            skip("redis-server is not installed; run scripts/system-packages");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = Redis {
+            child: None,
+            port,
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        redis.restart();
+        Some(redis)
+    }
+
+    /// `redis://127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Shuts it down as an operator would (SIGTERM: it writes its data and exits).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it (again) on the same port and folder, so it reloads its append-only file, and
+    /// waits until it answers `PING`.
+    pub fn restart(&mut self) {
+        self.stop();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--dir", self.dir.path().to_str().expect("path")])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if self.ping() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("redis-server on port {} did not answer PING", self.port);
+    }
+
+    fn ping(&self) -> bool {
+        use std::io::Read;
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let mut reply = [0u8; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut reply).is_ok()
+            && &reply == b"+PONG\r\n"
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

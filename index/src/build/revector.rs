@@ -1,23 +1,36 @@
-//! Changing how documents are represented in the dense document index without embedding again:
-//! the chunk vectors are stored, so a new document graph is a pass over them. The result is a new
-//! index (its files hard-linked from the source where the filesystem allows), published like a
-//! build, so a server reading the source is never disturbed.
+//! Changing the dense part of a built index without embedding again: the chunk vectors are
+//! stored, so another document representation is a new graph from them, and another chunk vector
+//! precision is a pass over them. The result is a new index (its other files hard-linked from the
+//! source where the filesystem allows), checksummed and published like a build, so a server
+//! reading the source is never disturbed.
 
 use std::path::Path;
 
 use crate::build::{publish, staging_dir};
-use crate::dense::{CHUNK_VECTORS, DENSE_DIR, DocVectors, build_doc_graph};
+use crate::chunk_vectors::{ChunkVectors, Precision};
+use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors};
 use crate::doc_ids::DOC_IDS;
 use crate::manifest::IndexManifest;
 use crate::{IndexError, SearchIndex};
 
-/// Writes to `out` a copy of the index at `source` whose document graph uses `doc_vectors`,
-/// inserted from `graph_threads` threads (0: one per core; 1: reproducible byte for byte).
-pub fn rebuild_doc_vectors(
+/// What to change; `None` keeps the source's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Revector {
+    /// A new document representation: the graph is rebuilt from the source's chunk vectors as
+    /// stored (a build uses them before rounding, so from f16 or i8 ones the graph's vectors can
+    /// differ from a direct build's by that rounding).
+    pub doc_vectors: Option<DocVectors>,
+    /// A new chunk vector precision, no higher than the source's (rounding cannot be undone).
+    pub chunk_precision: Option<Precision>,
+    /// Threads inserting a rebuilt graph (0: one per core; 1: reproducible byte for byte).
+    pub graph_threads: usize,
+}
+
+/// Writes to `out` a copy of the index at `source` with the dense part changed as `change` says.
+pub fn revector(
     source: &Path,
     out: &Path,
-    doc_vectors: DocVectors,
-    graph_threads: usize,
+    change: Revector,
     force: bool,
 ) -> Result<IndexManifest, IndexError> {
     let index = SearchIndex::open(source)?;
@@ -29,9 +42,23 @@ pub fn rebuild_doc_vectors(
                 .into(),
         });
     };
-    dense.doc_vectors = doc_vectors;
-    dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
-    let dimension = dense.dimension;
+    let stored = dense.chunk_precision;
+    let precision = change.chunk_precision.unwrap_or(stored);
+    if precision > stored {
+        return Err(IndexError::Damaged {
+            path: source.to_path_buf(),
+            reason: format!(
+                "its chunk vectors are stored as {stored}; {precision} cannot be recovered from them \
+                 (build the index again with --chunk-vectors {precision})"
+            ),
+        });
+    }
+    let rebuild_graph = change.doc_vectors.is_some();
+    if let Some(doc_vectors) = change.doc_vectors {
+        dense.doc_vectors = doc_vectors;
+        dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
+    }
+    dense.chunk_precision = precision;
     let dense = dense.clone();
     manifest.build_id = IndexManifest::compute_build_id(
         &manifest.sources,
@@ -62,20 +89,32 @@ pub fn rebuild_doc_vectors(
                 link_file(&source.join(file), &tmp.join(file))?;
             }
         }
+        let source_dense = source.join(DENSE_DIR);
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
-        link_file(
-            &source.join(DENSE_DIR).join(CHUNK_VECTORS),
-            &dense_dir.join(CHUNK_VECTORS),
-        )?;
-        build_doc_graph(
-            &dense_dir,
-            dimension,
-            &index.chunk_counts(),
-            doc_vectors,
-            graph_threads,
-        )?;
-        manifest.write(&tmp)
+        let vectors =
+            ChunkVectors::open(&source_dense, stored, dense.dimension, dense.chunk_vectors)?;
+        if rebuild_graph {
+            crate::build::vectors::build_doc_graph(
+                &vectors,
+                &dense_dir,
+                &index.chunk_counts(),
+                dense.doc_vectors,
+                change.graph_threads,
+            )?;
+        } else {
+            link_file(&source_dense.join(DOC_GRAPH), &dense_dir.join(DOC_GRAPH))?;
+        }
+        if precision == stored {
+            link_file(
+                &source_dense.join(stored.file_name()),
+                &dense_dir.join(stored.file_name()),
+            )?;
+        } else {
+            vectors.write_as(&dense_dir, precision)?;
+        }
+        manifest.write(&tmp)?;
+        crate::checksums::write(&tmp)
     })();
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&tmp);

@@ -1,15 +1,14 @@
-//! Writing an index's vectors: chunk vectors streamed in chunk-id order while the index is built,
-//! then the HNSW graph over document vectors (each document's best chunk, first chunk, or mean).
+//! Writing an index's vectors: chunk vectors streamed in chunk-id order (as f32) while the index
+//! is built, then the HNSW graph over document vectors (each document's best chunk, first chunk,
+//! or mean) from those full-precision vectors, then the chunk vectors at the build's precision.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::IndexError;
-use crate::dense::{
-    CHUNK_VECTORS, ChunkVectors, DENSE_DIR, DOC_GRAPH, DocVectors, GRAPH_QUANTIZATION, graph_error,
-    new_graph,
-};
+use crate::chunk_vectors::{ChunkVectors, Precision};
+use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors, GRAPH_QUANTIZATION, graph_error, new_graph};
 
 /// Appends chunk vectors in chunk-id order while the index is built.
 #[derive(Debug)]
@@ -24,7 +23,7 @@ impl ChunkVectorWriter {
     pub fn create(dir: &Path, dimension: usize) -> Result<ChunkVectorWriter, IndexError> {
         let dense = dir.join(DENSE_DIR);
         std::fs::create_dir_all(&dense).map_err(|e| IndexError::io(&dense, e))?;
-        let path = dense.join(CHUNK_VECTORS);
+        let path = dense.join(Precision::F32.file_name());
         let file = File::create(&path).map_err(|e| IndexError::io(&path, e))?;
         Ok(ChunkVectorWriter {
             path,
@@ -58,13 +57,15 @@ impl ChunkVectorWriter {
         self.written
     }
 
-    /// Flushes the vectors and builds the document graph; `chunk_counts[d]` is the number of
-    /// chunks of document `d` (documents' chunks are contiguous, in document order).
+    /// Flushes the vectors, builds the document graph from them and stores them at
+    /// `precision`; `chunk_counts[d]` is the number of chunks of document `d` (documents' chunks
+    /// are contiguous, in document order).
     pub fn finish(
         mut self,
         chunk_counts: &[u32],
         doc_vectors: DocVectors,
         graph_threads: usize,
+        precision: Precision,
     ) -> Result<u64, IndexError> {
         self.out
             .flush()
@@ -75,41 +76,43 @@ impl ChunkVectorWriter {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        build_doc_graph(
-            &dir,
-            self.dimension,
-            chunk_counts,
-            doc_vectors,
-            graph_threads,
-        )?;
+        let vectors = ChunkVectors::open(&dir, Precision::F32, self.dimension, self.written)?;
+        build_doc_graph(&vectors, &dir, chunk_counts, doc_vectors, graph_threads)?;
+        if precision != Precision::F32 {
+            vectors.write_as(&dir, precision)?;
+            drop(vectors);
+            std::fs::remove_file(&self.path).map_err(|e| IndexError::io(&self.path, e))?;
+        }
         Ok(self.written)
     }
 }
 
-/// (Re)builds `DIR/docs.usearch` from `DIR/chunks.f32`: one node per chunk keyed by chunk id
-/// (best chunk), or one per document keyed by ordinal (its first chunk, or the normalised mean of
-/// its chunks).
+/// (Re)builds `DIR/docs.usearch` from `chunks` (decoded rows): one node per chunk keyed by chunk
+/// id (best chunk), or one per document keyed by ordinal (its first chunk, or the normalised mean
+/// of its chunks).
 ///
 /// Nodes are inserted from `threads` threads (0: one per core; HNSW insertion is most of a large
 /// build). With more than one the graph's links depend on thread timing: two builds of one corpus
 /// find the same neighbours up to HNSW's approximation, not byte-identical graphs. With one thread
 /// the graph is reproducible byte for byte. Searching a built graph is deterministic either way.
-pub fn build_doc_graph(
+pub(crate) fn build_doc_graph(
+    chunks: &ChunkVectors,
     dir: &Path,
-    dimension: usize,
     chunk_counts: &[u32],
     doc_vectors: DocVectors,
     threads: usize,
 ) -> Result<(), IndexError> {
     let graph_path = dir.join(DOC_GRAPH);
-    let chunks = ChunkVectors::open(
-        dir,
-        dimension,
-        chunk_counts.iter().map(|&c| u64::from(c)).sum(),
-    )?;
+    let dimension = chunks.dimension;
+    if chunk_counts.iter().map(|&c| u64::from(c)).sum::<u64>() != chunks.rows {
+        return Err(graph_error(
+            &graph_path,
+            "chunk counts disagree with the stored vectors",
+        ));
+    }
     let doc_rows: Vec<f32> = match doc_vectors {
         DocVectors::BestChunk => Vec::new(),
-        DocVectors::Mean | DocVectors::Lead => document_rows(&chunks, chunk_counts, doc_vectors),
+        DocVectors::Mean | DocVectors::Lead => document_rows(chunks, chunk_counts, doc_vectors),
     };
     let nodes = match doc_vectors {
         DocVectors::BestChunk => chunks.rows,

@@ -3,10 +3,8 @@
 use std::path::Path;
 
 use crate::IndexError;
-use crate::dense::{
-    CHUNK_VECTORS, ChunkVectors, DENSE_DIR, DOC_GRAPH, DenseManifest, DocVectors, graph_error,
-    new_graph,
-};
+use crate::chunk_vectors::ChunkVectors;
+use crate::dense::{DENSE_DIR, DOC_GRAPH, DenseManifest, DocVectors, graph_error, new_graph};
 
 /// The dense part of an open index: the chunk vectors and the document graph, both
 /// memory-mapped from the index directory.
@@ -34,7 +32,12 @@ impl DenseIndex {
         chunk_counts: &[u32],
     ) -> Result<DenseIndex, IndexError> {
         let dir = index_dir.join(DENSE_DIR);
-        let vectors = ChunkVectors::open(&dir, manifest.dimension, manifest.chunk_vectors)?;
+        let vectors = ChunkVectors::open(
+            &dir,
+            manifest.chunk_precision,
+            manifest.dimension,
+            manifest.chunk_vectors,
+        )?;
         let graph_path = dir.join(DOC_GRAPH);
         let graph = new_graph(&graph_path, manifest.dimension, &manifest.quantization)?;
         graph
@@ -60,7 +63,7 @@ impl DenseIndex {
         }
         if doc_of_chunk.len() as u64 != manifest.chunk_vectors {
             return Err(graph_error(
-                &dir.join(CHUNK_VECTORS),
+                &dir.join(manifest.chunk_precision.file_name()),
                 "chunk counts disagree with the stored vectors",
             ));
         }
@@ -77,7 +80,7 @@ impl DenseIndex {
     }
 
     /// The similarity (dot product of unit vectors) of `query` and chunk `id`, read straight
-    /// from the mapped `chunks.f32` (a graph lookup copies the vector under a lock: profiled at
+    /// from the mapped chunk vectors (a graph lookup copies the vector under a lock: profiled at
     /// four times the cost).
     pub fn chunk_similarity(&self, query: &[f32], id: u64) -> f32 {
         self.vectors.dot(query, id)

@@ -160,6 +160,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::PayloadTooLarge
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
+            | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Internal => "GENERIC",
         };
         json!({

@@ -45,7 +45,9 @@ pub fn native_status(code: ErrorCode) -> StatusCode {
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-        ErrorCode::NotReady | ErrorCode::ShardUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::NotReady | ErrorCode::ShardUnavailable | ErrorCode::SessionStoreUnavailable => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -182,6 +182,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
+            | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Internal => native_status(code),
         }
     }
@@ -201,6 +202,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::PayloadTooLarge
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
+            | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Internal => "INTERNAL_ERROR",
         };
         json!({"requestId": crate::ids::request_id(), "error": message, "tag": tag})
@@ -223,6 +225,7 @@ fn crawl_tag(code: ErrorCode) -> &'static str {
         | ErrorCode::BodyTimeout
         | ErrorCode::NotReady
         | ErrorCode::ShardUnavailable
+        | ErrorCode::SessionStoreUnavailable
         | ErrorCode::Internal => "CRAWL_UNKNOWN_ERROR",
     }
 }

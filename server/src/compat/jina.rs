@@ -89,6 +89,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
+            | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Internal => "ServiceError",
         };
         json!({

@@ -5,8 +5,6 @@
 //! URL the session is that one. `DELETE /mcp` ends it. Tool failures (an unseen URL, a bad
 //! argument) are tool results with `isError: true`, as the protocol asks, not JSON-RPC errors.
 
-use std::time::Instant;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -291,10 +289,10 @@ pub async fn delete(
     headers: HeaderMap,
 ) -> Response {
     match request_session(&sources, &headers) {
-        Ok(Some(session)) => {
-            state.sessions.end(&session, Instant::now());
-            StatusCode::OK.into_response()
-        }
+        Ok(Some(session)) => match state.sessions.end(&session).await {
+            Ok(_) => StatusCode::OK.into_response(),
+            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+        },
         Ok(None) => refuse(
             StatusCode::BAD_REQUEST,
             "`Mcp-Session-Id` header (or a /s/{session}/mcp URL) required",

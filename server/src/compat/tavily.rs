@@ -174,6 +174,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::BodyTimeout
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
+            | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Internal => native_status(code),
         }
     }

@@ -158,7 +158,7 @@ async fn admit(
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let text = state.metrics.render(state.sessions.active(Instant::now()));
+    let text = state.metrics.render(state.sessions.active().await.ok());
     (
         [(
             header::CONTENT_TYPE,
@@ -233,6 +233,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "max_in_flight": config.max_in_flight,
             "request_timeout_secs": config.request_timeout.as_secs(),
         },
+        "sessions": state.sessions.describe(),
         "caches": {
             "results": {"capacity": config.result_cache_entries, "entries": state.results.len()},
             "embeddings": {"capacity": config.embedding_cache_entries, "entries": state.embeddings.len()},

@@ -1,7 +1,5 @@
 //! `GET /v1/sessions/{id}` (the session's transcript) and `DELETE /v1/sessions/{id}` (end it).
 
-use std::time::Instant;
-
 use axum::Json;
 use axum::extract::{RawPathParams, State};
 use axum::http::StatusCode;
@@ -36,7 +34,8 @@ pub async fn transcript(
     check_session(Some(&id))?;
     state
         .sessions
-        .transcript(&id, Instant::now())
+        .transcript(&id)
+        .await?
         .map(Json)
         .ok_or_else(|| not_found(&id))
 }
@@ -47,7 +46,7 @@ pub async fn end(
 ) -> Result<StatusCode, ApiError> {
     let id = id_param(&params);
     check_session(Some(&id))?;
-    if state.sessions.end(&id, Instant::now()) {
+    if state.sessions.end(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_found(&id))

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use stillweb_corpus::url_norm::normalize_url;
@@ -61,7 +61,7 @@ pub async fn answer(
 ) -> Result<Answer, ApiError> {
     let answer = search(state, request).await?;
     if let Some(session) = session {
-        record(state, session, &answer);
+        record(state, session, &answer).await?;
     }
     Ok(answer)
 }
@@ -110,20 +110,20 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
     })
 }
 
-/// Writes `answer` to `session`'s transcript and makes its results visitable there.
-pub fn record(state: &AppState, session: &str, answer: &Answer) {
+/// Writes `answer` to `session`'s transcript and makes its results visitable there; fails
+/// (closed) when the session store cannot: a search whose shown URLs were not recorded must not
+/// answer, or a later visit would be wrongly refused.
+pub async fn record(state: &AppState, session: &str, answer: &Answer) -> Result<(), ApiError> {
     let shown: Vec<(String, String)> = answer
         .hits
         .iter()
         .filter_map(|h| normalize_url(&h.url).ok().map(|key| (h.url.clone(), key)))
         .collect();
-    state.sessions.record_search(
-        session,
-        &answer.query,
-        &shown,
-        Instant::now(),
-        SystemTime::now(),
-    );
+    state
+        .sessions
+        .record_search(session, &answer.query, &shown)
+        .await?;
+    Ok(())
 }
 
 /// The request's rerank pool: 0 when not reranking; an error for a pool outside
@@ -342,7 +342,7 @@ pub async fn answer_many(
         .collect();
     if let Some(session) = session {
         for answer in answers.iter().flatten() {
-            record(state, session, answer);
+            record(state, session, answer).await?;
         }
     }
     Ok(answers)

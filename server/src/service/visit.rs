@@ -2,7 +2,6 @@
 //! session was shown it, and each attempt written to the session's transcript with its outcome.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 use stillweb_corpus::url_norm::normalize_url;
@@ -30,9 +29,8 @@ pub async fn visit(state: &AppState, session: &str, url: &str) -> Result<Page, A
         Ok(_) => "ok".to_string(),
         Err(e) => e.code.name(),
     };
-    state
-        .sessions
-        .record_visit(session, url, &outcome, SystemTime::now());
+    // Fail closed: a visit the transcript cannot show is not answered either.
+    state.sessions.record_visit(session, url, &outcome).await?;
     result
 }
 
@@ -56,7 +54,7 @@ async fn page(state: &AppState, session: &str, url: &str) -> Result<Page, ApiErr
             format!("{url} is not in this corpus"),
         ));
     };
-    if !state.sessions.has_seen(session, &key, Instant::now()) {
+    if !state.sessions.has_seen(session, &key).await? {
         return Err(ApiError::new(
             ErrorCode::UrlNotSeen,
             format!(

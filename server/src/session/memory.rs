@@ -1,99 +1,14 @@
-//! Sessions: what each agent episode has been shown, so that visits can be limited to it.
+//! Sessions in this process's memory: the default for a single server.
 //!
 //! Bounded three ways: an idle TTL, a maximum number of sessions (the least recently used is
-//! evicted), and a maximum number of URLs per session (the oldest are forgotten first). Sessions
-//! never share state. Time is passed in, so tests can drive expiry without sleeping.
+//! evicted), and a maximum number of URLs per session (the oldest are forgotten first). Time is
+//! passed in, so tests can drive expiry without sleeping.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-use serde::Serialize;
-
-/// Limits of the session store.
-#[derive(Debug, Clone)]
-pub struct SessionLimits {
-    pub idle_ttl: Duration,
-    pub max_sessions: usize,
-    pub max_urls_per_session: usize,
-    /// Transcript entries kept per session; the oldest are dropped (and counted) beyond it.
-    pub max_events_per_session: usize,
-}
-
-impl Default for SessionLimits {
-    fn default() -> Self {
-        SessionLimits {
-            idle_ttl: Duration::from_secs(3600),
-            max_sessions: 100_000,
-            max_urls_per_session: 10_000,
-            max_events_per_session: 1_000,
-        }
-    }
-}
-
-/// One entry of a session's transcript.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
-    /// A search and the URLs it showed, in rank order.
-    Search {
-        at: String,
-        query: String,
-        urls: Vec<String>,
-    },
-    /// A visit and how it ended: `ok` or the error code.
-    Visit {
-        at: String,
-        url: String,
-        outcome: String,
-    },
-}
-
-/// What `GET /v1/sessions/{id}` returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transcript {
-    pub session: String,
-    pub started: String,
-    pub events: Vec<Event>,
-    /// Events dropped from the front because the transcript reached its limit.
-    pub dropped_events: u64,
-}
-
-/// `t` as an RFC 3339 UTC timestamp with milliseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-/// Longest accepted session id.
-pub const MAX_SESSION_ID_LEN: usize = 128;
-
-/// Whether `id` is an acceptable session id: 1–128 characters of `[A-Za-z0-9._:-]`.
-pub fn valid_session_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_SESSION_ID_LEN
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
-}
+use super::{Event, SessionLimits, Transcript, rfc3339};
 
 #[derive(Debug)]
 struct Session {
@@ -117,17 +32,21 @@ struct Inner {
 
 /// In-memory session store, safe to share between request handlers.
 #[derive(Debug)]
-pub struct SessionStore {
+pub struct MemorySessions {
     limits: SessionLimits,
     inner: Mutex<Inner>,
 }
 
-impl SessionStore {
-    pub fn new(limits: SessionLimits) -> SessionStore {
-        SessionStore {
+impl MemorySessions {
+    pub fn new(limits: SessionLimits) -> MemorySessions {
+        MemorySessions {
             limits,
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    pub fn limits(&self) -> &SessionLimits {
+        &self.limits
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -178,8 +97,17 @@ impl SessionStore {
         );
     }
 
-    /// Records a visit attempt in the transcript of `session`, if the session exists.
-    pub fn record_visit(&self, session: &str, url: &str, outcome: &str, at: SystemTime) {
+    /// Records a visit attempt in the transcript of `session`, if the session exists (a use
+    /// of it, as every call on a session is).
+    pub fn record_visit(
+        &self,
+        session: &str,
+        url: &str,
+        outcome: &str,
+        now: Instant,
+        at: SystemTime,
+    ) {
+        touch(&mut self.lock(), session, now);
         self.log(
             session,
             Event::Visit {
@@ -307,9 +235,10 @@ fn touch(inner: &mut Inner, session: &str, now: Instant) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::time::Duration;
 
-    fn store(ttl: u64, max_sessions: usize, max_urls: usize) -> SessionStore {
-        SessionStore::new(SessionLimits {
+    fn store(ttl: u64, max_sessions: usize, max_urls: usize) -> MemorySessions {
+        MemorySessions::new(SessionLimits {
             idle_ttl: Duration::from_secs(ttl),
             max_sessions,
             max_urls_per_session: max_urls,
@@ -324,8 +253,8 @@ mod tests {
         let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_460_800_123);
         let shown = [("https://a.org/X".to_string(), "https://a.org/X".to_string())];
         s.record_search("e", "first query", &shown, t, at);
-        s.record_visit("e", "https://a.org/X", "ok", at);
-        s.record_visit("nobody", "https://a.org/X", "url_not_seen", at);
+        s.record_visit("e", "https://a.org/X", "ok", t, at);
+        s.record_visit("nobody", "https://a.org/X", "url_not_seen", t, at);
         let transcript = s.transcript("e", t).expect("alive");
         assert_eq!(transcript.events.len(), 2);
         assert_eq!(
@@ -342,7 +271,7 @@ mod tests {
         );
         // Bounded: the oldest entries go first, and are counted.
         for i in 0..3 {
-            s.record_visit("e", &format!("u{i}"), "ok", at);
+            s.record_visit("e", &format!("u{i}"), "ok", t, at);
         }
         let transcript = s.transcript("e", t).expect("alive");
         assert_eq!(transcript.events.len(), 3);
@@ -351,14 +280,6 @@ mod tests {
         assert!(!s.end("e", t));
         assert!(s.transcript("e", t).is_none());
         assert!(!s.has_seen("e", "https://a.org/X", t));
-    }
-
-    #[test]
-    fn rfc3339_formats_civil_dates() {
-        let at = |secs: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
-        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
-        assert_eq!(at(1_796_044_721), "2026-11-30T13:18:41.000Z");
     }
 
     #[test]
@@ -402,14 +323,6 @@ mod tests {
         s.record("a", ["u1", "u2", "u3"].map(String::from), t);
         assert!(!s.has_seen("a", "u1", t));
         assert!(s.has_seen("a", "u2", t) && s.has_seen("a", "u3", t));
-    }
-
-    #[test]
-    fn session_ids_are_validated() {
-        assert!(valid_session_id("episode-42_a:b.c"));
-        for bad in ["", "has space", "slash/", "ünï", &"x".repeat(129)] {
-            assert!(!valid_session_id(bad), "{bad}");
-        }
     }
 
     #[derive(Debug, Clone)]

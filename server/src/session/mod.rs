@@ -1,0 +1,225 @@
+//! Sessions: what each agent episode has been shown, so that visits can be limited to it, and
+//! its transcript. Kept in this process ([`memory`], the default) or in Redis ([`redis`], shared
+//! by every server of a cluster, surviving restarts); both behind [`Sessions`], with the same
+//! bounds and the same answers. Sessions never share state.
+
+pub mod memory;
+pub mod redis;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+pub use memory::MemorySessions;
+pub use redis::RedisSessions;
+
+/// The session store could not be reached or answered in time. Requests that need it fail
+/// closed (`503 session_store_unavailable`): a search whose shown URLs cannot be recorded must
+/// not answer, or a later visit would be wrongly refused.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the session store at {store} is unavailable ({reason}); retry once it is back")]
+pub struct Unavailable {
+    pub store: String,
+    pub reason: String,
+}
+
+/// Where sessions live.
+#[derive(Debug)]
+pub enum Sessions {
+    Memory(MemorySessions),
+    Redis(RedisSessions),
+}
+
+impl Sessions {
+    /// Records a search in `session`'s transcript and makes its results visitable: `urls` are
+    /// (as shown, normalised key) pairs in rank order.
+    pub async fn record_search(
+        &self,
+        session: &str,
+        query: &str,
+        urls: &[(String, String)],
+    ) -> Result<(), Unavailable> {
+        let at = SystemTime::now();
+        match self {
+            Sessions::Memory(m) => {
+                m.record_search(session, query, urls, Instant::now(), at);
+                Ok(())
+            }
+            Sessions::Redis(r) => r.record_search(session, query, urls, at).await,
+        }
+    }
+
+    /// Records a visit attempt (`outcome`: `ok` or the error code) in the transcript of
+    /// `session`, if the session exists.
+    pub async fn record_visit(
+        &self,
+        session: &str,
+        url: &str,
+        outcome: &str,
+    ) -> Result<(), Unavailable> {
+        let at = SystemTime::now();
+        match self {
+            Sessions::Memory(m) => {
+                m.record_visit(session, url, outcome, Instant::now(), at);
+                Ok(())
+            }
+            Sessions::Redis(r) => r.record_visit(session, url, outcome, at).await,
+        }
+    }
+
+    /// Whether `session` has been shown `url` (a normalised key). Counts as activity.
+    pub async fn has_seen(&self, session: &str, url: &str) -> Result<bool, Unavailable> {
+        match self {
+            Sessions::Memory(m) => Ok(m.has_seen(session, url, Instant::now())),
+            Sessions::Redis(r) => r.has_seen(session, url).await,
+        }
+    }
+
+    /// The session's transcript, if it is alive. Reading it counts as activity.
+    pub async fn transcript(&self, session: &str) -> Result<Option<Transcript>, Unavailable> {
+        match self {
+            Sessions::Memory(m) => Ok(m.transcript(session, Instant::now())),
+            Sessions::Redis(r) => r.transcript(session).await,
+        }
+    }
+
+    /// Ends `session`: forgets what it saw and its transcript. False if it did not exist.
+    pub async fn end(&self, session: &str) -> Result<bool, Unavailable> {
+        match self {
+            Sessions::Memory(m) => Ok(m.end(session, Instant::now())),
+            Sessions::Redis(r) => r.end(session).await,
+        }
+    }
+
+    /// Sessions alive now.
+    pub async fn active(&self) -> Result<usize, Unavailable> {
+        match self {
+            Sessions::Memory(m) => Ok(m.active(Instant::now())),
+            Sessions::Redis(r) => r.active().await,
+        }
+    }
+
+    /// What `/info` says about the store.
+    pub fn describe(&self) -> serde_json::Value {
+        match self {
+            Sessions::Memory(m) => serde_json::json!({"store": "memory", "limits": m.limits()}),
+            Sessions::Redis(r) => serde_json::json!({
+                "store": "redis",
+                "url": r.display_url(),
+                "prefix": r.prefix(),
+                "limits": r.limits(),
+            }),
+        }
+    }
+}
+
+/// Limits of the session store.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionLimits {
+    #[serde(rename = "idle_ttl_secs", serialize_with = "as_secs")]
+    pub idle_ttl: Duration,
+    pub max_sessions: usize,
+    pub max_urls_per_session: usize,
+    /// Transcript entries kept per session; the oldest are dropped (and counted) beyond it.
+    pub max_events_per_session: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            idle_ttl: Duration::from_secs(3600),
+            max_sessions: 100_000,
+            max_urls_per_session: 10_000,
+            max_events_per_session: 1_000,
+        }
+    }
+}
+
+/// One entry of a session's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A search and the URLs it showed, in rank order.
+    Search {
+        at: String,
+        query: String,
+        urls: Vec<String>,
+    },
+    /// A visit and how it ended: `ok` or the error code.
+    Visit {
+        at: String,
+        url: String,
+        outcome: String,
+    },
+}
+
+/// What `GET /v1/sessions/{id}` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transcript {
+    pub session: String,
+    pub started: String,
+    pub events: Vec<Event>,
+    /// Events dropped from the front because the transcript reached its limit.
+    pub dropped_events: u64,
+}
+
+fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_secs())
+}
+
+/// `t` as an RFC 3339 UTC timestamp with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Longest accepted session id.
+pub const MAX_SESSION_ID_LEN: usize = 128;
+
+/// Whether `id` is an acceptable session id: 1–128 characters of `[A-Za-z0-9._:-]`.
+pub fn valid_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_SESSION_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_civil_dates() {
+        let at = |secs: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_796_044_721), "2026-11-30T13:18:41.000Z");
+    }
+
+    #[test]
+    fn session_ids_are_validated() {
+        assert!(valid_session_id("episode-42_a:b.c"));
+        for bad in ["", "has space", "slash/", "ünï", &"x".repeat(129)] {
+            assert!(!valid_session_id(bad), "{bad}");
+        }
+    }
+}
