@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stillweb_server::session::{MemorySessions, RedisSessions, SessionLimits, Sessions};
 use stillweb_test_support::Redis;
-use support::{agent, samples_index, spawn_server};
+use support::{get, post, samples_index, spawn_server};
 
 fn limits(ttl: Duration, max_sessions: usize) -> SessionLimits {
     SessionLimits {
@@ -163,30 +163,6 @@ async fn redis_sessions_expire_when_idle() {
     assert!(!store.has_seen("e", "https://u/").await.expect("seen"));
     assert!(store.transcript("e").await.expect("read").is_none());
     assert_eq!(store.active().await.expect("active"), 0);
-}
-
-fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
-    let mut response = agent()
-        .post(format!("{base}{path}"))
-        .send_json(body)
-        .expect("request");
-    let status = response.status().as_u16();
-    (
-        status,
-        response.body_mut().read_json().unwrap_or(Value::Null),
-    )
-}
-
-fn get(base: &str, path: &str) -> (u16, Value) {
-    let mut response = agent()
-        .get(format!("{base}{path}"))
-        .call()
-        .expect("request");
-    let status = response.status().as_u16();
-    (
-        status,
-        response.body_mut().read_json().unwrap_or(Value::Null),
-    )
 }
 
 /// Two server processes on one Redis serve one episode; sessions survive Redis's restart; with

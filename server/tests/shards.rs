@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stillweb_index::shard::shard_dir;
-use support::{Server, agent, client_python, repo, samples_index, shared_data, skip, spawn_server};
+use support::{
+    Server, client_python, get, post, repo, samples_index, shared_data, skip, spawn_server,
+};
 
 /// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
 fn shard_set() -> Option<&'static Path> {
@@ -81,16 +83,6 @@ fn cluster(set: &Path, extra: &[&str]) -> Cluster {
         shards,
         coordinator,
     }
-}
-
-fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
-    let mut response = agent()
-        .post(format!("{base}{path}"))
-        .send_json(body)
-        .expect("request");
-    let status = response.status().as_u16();
-    let body = response.body_mut().read_json().unwrap_or(Value::Null);
-    (status, body)
 }
 
 /// Agent-style questions from the fabricated items, and queries with every operator (a phrase
@@ -204,18 +196,6 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
     let events = transcript["events"].as_array().expect("events");
     assert_eq!(events.len(), 2, "{transcript}");
     assert_eq!(events[1]["outcome"], "ok", "{transcript}");
-}
-
-fn get(base: &str, path: &str) -> (u16, Value) {
-    let mut response = agent()
-        .get(format!("{base}{path}"))
-        .call()
-        .expect("request");
-    let status = response.status().as_u16();
-    (
-        status,
-        response.body_mut().read_json().unwrap_or(Value::Null),
-    )
 }
 
 #[test]
