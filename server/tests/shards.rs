@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stillweb_index::shard::shard_dir;
 use support::{
-    Server, client_python, get, post, repo, samples_index, shared_data, skip, spawn_server,
+    Server, client_python, get, loadtest_binary, post, repo, samples_index, shared_data,
+    spawn_server,
 };
 
 /// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
@@ -220,19 +221,6 @@ fn every_compatible_client_library_works_through_a_coordinator() {
 }
 
 /// `stillweb-loadtest`, built beside this binary by `cargo test --workspace`.
-fn loadtest_binary() -> Option<PathBuf> {
-    let server = PathBuf::from(env!("CARGO_BIN_EXE_stillweb-server"));
-    let path = server.with_file_name("stillweb-loadtest");
-    if path.is_file() {
-        Some(path)
-    } else {
-        skip(&format!(
-            "{} is missing; run `cargo build -p stillweb-loadtest` (cargo test --workspace builds it)",
-            path.display()
-        ));
-        None
-    }
-}
 
 #[test]
 fn a_killed_replica_costs_no_request_and_a_lost_shard_answers_503_until_it_returns() {

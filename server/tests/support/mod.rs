@@ -120,3 +120,19 @@ pub fn get(base: &str, path: &str) -> (u16, Value) {
         response.body_mut().read_json().unwrap_or(Value::Null),
     )
 }
+
+/// `stillweb-loadtest`, built beside the server binary (`cargo test --workspace` builds it), or
+/// `None` after [`skip`].
+pub fn loadtest_binary() -> Option<std::path::PathBuf> {
+    let server = std::path::PathBuf::from(env!("CARGO_BIN_EXE_stillweb-server"));
+    let path = server.with_file_name("stillweb-loadtest");
+    if path.is_file() {
+        Some(path)
+    } else {
+        skip(&format!(
+            "{} is missing; run `cargo build -p stillweb-loadtest` (cargo test --workspace builds it)",
+            path.display()
+        ));
+        None
+    }
+}
