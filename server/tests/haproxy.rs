@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stillweb_test_support::Redis;
-use support::{loadtest_binary, post, repo, samples_index, shared_data, skip, spawn_server};
+use support::{
+    episodes_surviving, loadtest_binary, post, repo, samples_index, shared_data, skip, spawn_server,
+};
 
 /// HAProxy on `listen` with the shipped configuration over `fronts`; killed when dropped.
 struct Haproxy(Child);
@@ -96,35 +98,12 @@ fn a_killed_front_server_behind_haproxy_costs_no_episode() {
         .collect();
     let queries_file = dir.path().join("queries.txt");
     std::fs::write(&queries_file, queries.join("\n")).expect("queries");
-    let out = dir.path().join("load");
-    // Open-loop agent episodes (search, visits of shown pages, end) for 8 s through HAProxy;
-    // the second server is killed with SIGKILL after 3 s, with requests in flight.
-    let mut load = Command::new(&loadtest)
-        .args([
-            "--target",
-            &format!("http://{listen}"),
-            "--workload",
-            "episode",
-        ])
-        .args(["--rate", "8", "--duration", "8", "--timeout-ms", "10000"])
-        .args(["--queries", queries_file.to_str().expect("path")])
-        .args(["--out", out.to_str().expect("path")])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start the load");
-    std::thread::sleep(Duration::from_secs(3));
-    drop(second.take()); // SIGKILL, then reaped
-    let status = load.wait().expect("load finished");
-    assert!(status.success(), "stillweb-loadtest failed");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report"))
-            .expect("parse report");
-    let episodes = report["episodes"]["completed"].as_u64().expect("episodes");
-    eprintln!(
-        "through HAProxy, one of two servers killed: {episodes} episodes, {} errors",
-        report["errors"]
+    // The second server is killed with SIGKILL 3 s into the load, with requests in flight.
+    episodes_surviving(
+        &loadtest,
+        &format!("http://{listen}"),
+        &queries_file,
+        &dir.path().join("load"),
+        || drop(second.take()),
     );
-    assert!(episodes >= 40, "{report:#}");
-    assert_eq!(report["errors"], 0, "{report:#}");
-    assert_eq!(report["episodes"]["failed"], 0, "{report:#}");
 }

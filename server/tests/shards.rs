@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stillweb_index::shard::shard_dir;
 use support::{
-    Server, client_python, get, loadtest_binary, post, repo, samples_index, shared_data,
-    spawn_server,
+    Server, client_python, episodes_surviving, get, loadtest_binary, post, repo, samples_index,
+    shared_data, spawn_server,
 };
 
 /// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
@@ -236,30 +236,19 @@ fn a_killed_replica_costs_no_request_and_a_lost_shard_answers_503_until_it_retur
     let dir = tempfile::tempdir().expect("tempdir");
     let queries = dir.path().join("queries.txt");
     std::fs::write(&queries, queries_text()).expect("queries");
-    let out = dir.path().join("load");
-    // Open-loop agent episodes (search, visits, end) for 8 s; one replica of shard 1 is killed
-    // with SIGKILL after 3 s.
-    let mut load = Command::new(&loadtest)
-        .args(["--target", &coordinator, "--workload", "episode"])
-        .args(["--rate", "8", "--duration", "8", "--timeout-ms", "10000"])
-        .args(["--queries", queries.to_str().expect("path")])
-        .args(["--out", out.to_str().expect("path")])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("start the load");
-    std::thread::sleep(Duration::from_secs(3));
-    let victim = cluster.shards[1].remove(0);
-    let victim_port = port(&victim.url);
-    drop(victim); // SIGKILL, then reaped
-    let status = load.wait().expect("load finished");
-    assert!(status.success(), "stillweb-loadtest failed");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report"))
-            .expect("parse report");
-    let episodes = report["episodes"]["completed"].as_u64().expect("episodes");
-    assert!(episodes >= 40, "{report:#}");
-    assert_eq!(report["errors"], 0, "{report:#}");
-    assert_eq!(report["episodes"]["failed"], 0, "{report:#}");
+    // One replica of shard 1 is killed with SIGKILL 3 s into the load.
+    let mut victim_port = 0;
+    episodes_surviving(
+        &loadtest,
+        &coordinator,
+        &queries,
+        &dir.path().join("load"),
+        || {
+            let victim = cluster.shards[1].remove(0);
+            victim_port = port(&victim.url);
+            drop(victim); // SIGKILL, then reaped
+        },
+    );
 
     // Shard 1's last replica gone: a specific 503, well within the request timeout (for
     // queries not answered before: the result cache still answers those).

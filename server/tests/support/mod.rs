@@ -136,3 +136,36 @@ pub fn loadtest_binary() -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// Drives open-loop agent episodes (8 a second for 8 s: search, visits of shown pages, end) with
+/// `loadtest` at `target`, calls `kill` 3 s in, and returns the load's report once it is done,
+/// after checking that no request failed and no episode was lost.
+pub fn episodes_surviving(
+    loadtest: &Path,
+    target: &str,
+    queries: &Path,
+    out: &Path,
+    kill: impl FnOnce(),
+) -> Value {
+    let mut load = std::process::Command::new(loadtest)
+        .args(["--target", target, "--workload", "episode"])
+        .args(["--rate", "8", "--duration", "8", "--timeout-ms", "10000"])
+        .args(["--queries", queries.to_str().expect("path")])
+        .args(["--out", out.to_str().expect("path")])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the load");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    kill();
+    let status = load.wait().expect("load finished");
+    assert!(status.success(), "stillweb-loadtest failed");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report"))
+            .expect("parse report");
+    let episodes = report["episodes"]["completed"].as_u64().expect("episodes");
+    eprintln!("{episodes} episodes, {} errors", report["errors"]);
+    assert!(episodes >= 40, "{report:#}");
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["episodes"]["failed"], 0, "{report:#}");
+    report
+}
