@@ -265,12 +265,8 @@ impl ChunkVectors {
     }
 
     /// Writes every row to `dir` at `precision` (through a temporary file, renamed when
-    /// complete); returns the file's path.
-    pub(crate) fn write_as(
-        &self,
-        dir: &Path,
-        precision: Precision,
-    ) -> Result<std::path::PathBuf, IndexError> {
+    /// complete).
+    pub(crate) fn write_as(&self, dir: &Path, precision: Precision) -> Result<(), IndexError> {
         use std::io::Write;
         let path = dir.join(precision.file_name());
         let partial = dir.join(format!("{}.partial", precision.file_name()));
@@ -289,8 +285,7 @@ impl ChunkVectors {
             .map_err(|e| IndexError::io(&partial, e.into_error()))?
             .sync_all()
             .map_err(|e| IndexError::io(&partial, e))?;
-        std::fs::rename(&partial, &path).map_err(|e| IndexError::io(&path, e))?;
-        Ok(path)
+        std::fs::rename(&partial, &path).map_err(|e| IndexError::io(&path, e))
     }
 }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use usearch::{IndexOptions, MetricKind, ScalarKind};
 
 use crate::IndexError;
-pub use crate::chunk_vectors::Precision;
+use crate::chunk_vectors::Precision;
 
 pub const DENSE_DIR: &str = "dense";
 pub(crate) const DOC_GRAPH: &str = "docs.usearch";

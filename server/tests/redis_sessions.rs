@@ -227,6 +227,22 @@ fn two_servers_share_sessions_through_redis() {
     assert_eq!(status, 200);
     let (status, body) = get(&two.url, "/v1/sessions/episode-1");
     assert_eq!(status, 503, "{body}");
+    // Ending an MCP session says so in JSON-RPC, with the stable code in its header.
+    let mut ended = support::agent()
+        .delete(format!("{}/mcp", two.url))
+        .header("Mcp-Session-Id", "episode-1")
+        .call()
+        .expect("request");
+    assert_eq!(ended.status().as_u16(), 503);
+    assert_eq!(
+        ended
+            .headers()
+            .get("x-stillweb-error")
+            .and_then(|v| v.to_str().ok()),
+        Some("session_store_unavailable")
+    );
+    let body: Value = ended.body_mut().read_json().expect("json-rpc error");
+    assert_eq!(body["error"]["code"], -32603, "{body}");
 
     // Back: both servers reconnect by themselves.
     redis.restart();

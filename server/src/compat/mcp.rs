@@ -12,8 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::compat::dialect::ErrorDialect;
-use crate::error::ErrorCode;
+use crate::compat::dialect::{Dialect, ErrorDialect};
+use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::service::visit;
 use crate::service::{Query, answer};
@@ -291,7 +291,7 @@ pub async fn delete(
     match request_session(&sources, &headers) {
         Ok(Some(session)) => match state.sessions.end(&session).await {
             Ok(_) => StatusCode::OK.into_response(),
-            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+            Err(e) => Dialect::Mcp.error(&ApiError::from(e)),
         },
         Ok(None) => refuse(
             StatusCode::BAD_REQUEST,

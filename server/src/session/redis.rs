@@ -138,8 +138,14 @@ impl RedisSessions {
         &self.limits
     }
 
+    /// `session`'s keys: meta, seen, events.
     fn keys(&self, session: &str) -> [String; 3] {
-        let tag = format!("{}:{{{NO_NAMESPACE}/{session}}}", self.prefix);
+        self.member_keys(&Self::member(session))
+    }
+
+    /// The keys of the session that is `member` of the active set.
+    fn member_keys(&self, member: &str) -> [String; 3] {
+        let tag = format!("{}:{{{member}}}", self.prefix);
         [
             format!("{tag}:meta"),
             format!("{tag}:seen"),
@@ -213,15 +219,20 @@ impl RedisSessions {
         let mut pipe = redis::pipe();
         pipe.cmd("ZREM")
             .arg(self.active_key())
-            .arg(format!("{NO_NAMESPACE}/{session}"))
+            .arg(Self::member(session))
             .ignore();
         self.run::<()>(&pipe).await
     }
 
+    /// `session`'s member of the active set.
+    fn member(session: &str) -> String {
+        format!("{NO_NAMESPACE}/{session}")
+    }
+
     /// A pipeline that runs `script` on `session`'s keys with `args`, then marks the session
-    /// used in the active set (only a search adds it there; the rest update it if present, so
-    /// that asking about a session that does not exist does not count one).
-    fn script(&self, script: &str, session: &str, args: &[&str]) -> redis::Pipeline {
+    /// used in the active set: a search (`creates`) adds it there; the rest update it only if
+    /// present, so that asking about a session that does not exist does not count one.
+    fn script(&self, script: &str, session: &str, args: &[&str], creates: bool) -> redis::Pipeline {
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
             .arg(script)
@@ -231,12 +242,10 @@ impl RedisSessions {
             pipe.arg(*a);
         }
         pipe.cmd("ZADD").arg(self.active_key());
-        if script != RECORD_SEARCH {
+        if !creates {
             pipe.arg("XX");
         }
-        pipe.arg(now_us())
-            .arg(format!("{NO_NAMESPACE}/{session}"))
-            .ignore();
+        pipe.arg(now_us()).arg(Self::member(session)).ignore();
         pipe
     }
 
@@ -268,7 +277,7 @@ impl RedisSessions {
         ];
         args.extend(urls.iter().map(|(_, key)| key.as_str()));
         let (created,): (i64,) = self
-            .run(&self.script(RECORD_SEARCH, session, &args))
+            .run(&self.script(RECORD_SEARCH, session, &args, true))
             .await?;
         if created == 1 {
             self.bound_sessions().await?;
@@ -298,8 +307,10 @@ impl RedisSessions {
         let (evicted,): (Vec<(String, f64)>,) = self.run(&pop).await?;
         let mut delete = redis::pipe();
         for (member, _) in evicted {
-            let id = member.split_once('/').map_or(member.as_str(), |(_, id)| id);
-            delete.cmd("DEL").arg(&self.keys(id)[..]).ignore();
+            delete
+                .cmd("DEL")
+                .arg(&self.member_keys(&member)[..])
+                .ignore();
         }
         self.run::<()>(&delete).await
     }
@@ -321,7 +332,7 @@ impl RedisSessions {
             self.ttl_ms().to_string(),
             self.limits.max_events_per_session.max(1).to_string(),
         );
-        let pipe = self.script(RECORD_VISIT, session, &[&ttl, &max_events, &event]);
+        let pipe = self.script(RECORD_VISIT, session, &[&ttl, &max_events, &event], false);
         let (exists,): (i64,) = self.run(&pipe).await?;
         if exists == 0 {
             self.forget_active(session).await?;
@@ -332,7 +343,7 @@ impl RedisSessions {
     pub async fn has_seen(&self, session: &str, url: &str) -> Result<bool, Unavailable> {
         let ttl = self.ttl_ms().to_string();
         let (seen,): (i64,) = self
-            .run(&self.script(HAS_SEEN, session, &[&ttl, url]))
+            .run(&self.script(HAS_SEEN, session, &[&ttl, url], false))
             .await?;
         if seen == -1 {
             self.forget_active(session).await?;
@@ -342,8 +353,9 @@ impl RedisSessions {
 
     pub async fn transcript(&self, session: &str) -> Result<Option<Transcript>, Unavailable> {
         let ttl = self.ttl_ms().to_string();
-        let (reply,): (Option<Vec<String>>,) =
-            self.run(&self.script(TRANSCRIPT, session, &[&ttl])).await?;
+        let (reply,): (Option<Vec<String>>,) = self
+            .run(&self.script(TRANSCRIPT, session, &[&ttl], false))
+            .await?;
         let Some(mut parts) = reply else {
             self.forget_active(session).await?;
             return Ok(None);
@@ -371,7 +383,7 @@ impl RedisSessions {
             .arg(&self.keys(session)[..])
             .cmd("ZREM")
             .arg(self.active_key())
-            .arg(format!("{NO_NAMESPACE}/{session}"));
+            .arg(Self::member(session));
         // DEL counts the keys it removed; `meta` is one of them whenever the session existed.
         let (deleted, _removed): (usize, usize) = self.run(&pipe).await?;
         Ok(deleted > 0)
