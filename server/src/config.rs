@@ -435,6 +435,34 @@ mod tests {
     }
 
     #[test]
+    fn the_session_store_is_memory_or_a_redis_url() {
+        assert_eq!(
+            validate(&[]).expect("defaults").session_store,
+            SessionStore::Memory
+        );
+        let redis = validate(&["--sessions", "redis://127.0.0.1:6379/2"]).expect("redis");
+        assert_eq!(
+            redis.session_store,
+            SessionStore::Redis {
+                url: "redis://127.0.0.1:6379/2".into(),
+                prefix: "stillweb".into(),
+                timeout: Duration::from_millis(500),
+            }
+        );
+        let err = validate(&["--sessions", "memcached://x"]).expect_err("unknown store");
+        assert!(
+            err.contains("`memory` or a redis://HOST:PORT/DB URL"),
+            "{err}"
+        );
+        let err = validate(&["--sessions", "redis://h/0", "--sessions-prefix", "a{b}"])
+            .expect_err("hash tag in the prefix");
+        assert!(err.contains("--sessions-prefix"), "{err}");
+        let err = validate(&["--sessions", "redis://h/0", "--sessions-timeout-ms", "0"])
+            .expect_err("no deadline");
+        assert!(err.contains("--sessions-timeout-ms"), "{err}");
+    }
+
+    #[test]
     fn max_k_defaults_to_the_live_apis_limit_and_is_bounded() {
         assert_eq!(validate(&[]).expect("defaults").max_k, 20);
         assert_eq!(validate(&["--max-k", "100"]).expect("raised").max_k, 100);
