@@ -83,6 +83,11 @@ pub struct Args {
     /// Deadline of one call to the Redis session store, in milliseconds.
     #[arg(long, env = "STILLWEB_SESSIONS_TIMEOUT_MS", default_value_t = 500)]
     pub sessions_timeout_ms: u64,
+    /// A TOML file of API keys (`[[key]]` tables with `name`, `key`, optional `rate`, `burst`
+    /// and `role`): every endpoint but /healthz and /readyz then needs a key, and each key has its
+    /// own session namespace. See the README's "API keys".
+    #[arg(long, env = "STILLWEB_API_KEYS", value_name = "FILE")]
+    pub api_keys: Option<PathBuf>,
     /// Seconds a session may stay idle before it is forgotten.
     #[arg(long, env = "STILLWEB_SESSION_TTL_SECS", default_value_t = 3600)]
     pub session_ttl_secs: u64,
@@ -198,6 +203,8 @@ pub struct Config {
     pub max_query_chars: usize,
     pub sessions: SessionLimits,
     pub session_store: SessionStore,
+    /// The keys of `--api-keys`, if given.
+    pub api_keys: Option<std::sync::Arc<crate::access::Keys>>,
     /// Ranking parameters; the weights are set from `mode` once the index is open.
     pub search: SearchParams,
     pub mode: Option<Mode>,
@@ -343,6 +350,10 @@ impl Args {
                 max_events_per_session: self.max_events_per_session,
             },
             session_store,
+            api_keys: match &self.api_keys {
+                Some(path) => Some(std::sync::Arc::new(crate::access::Keys::load(path)?)),
+                None => None,
+            },
             search: SearchParams {
                 candidates: self.candidates,
                 rerank_pool: if self.reranker.is_some() {

@@ -38,6 +38,12 @@ pub enum ErrorCode {
     ShardUnavailable,
     /// The shared session store (Redis) cannot be reached; searches and visits fail closed.
     SessionStoreUnavailable,
+    /// The server takes API keys and the request carried none, or one it does not know.
+    Unauthorized,
+    /// The request's API key is valid but not for this endpoint (a metrics-only key, say).
+    Forbidden,
+    /// The request's API key is over its rate; retry after the `Retry-After` seconds.
+    RateLimited,
     /// A bug or an I/O failure; details are in the server log.
     Internal,
 }
@@ -66,12 +72,15 @@ impl ErrorCode {
             ErrorCode::NotReady => "not_ready",
             ErrorCode::ShardUnavailable => "shard_unavailable",
             ErrorCode::SessionStoreUnavailable => "session_store_unavailable",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
         }
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
@@ -87,6 +96,9 @@ impl ErrorCode {
         ErrorCode::NotReady,
         ErrorCode::ShardUnavailable,
         ErrorCode::SessionStoreUnavailable,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::RateLimited,
         ErrorCode::Internal,
     ];
 }
@@ -172,7 +184,10 @@ mod tests {
             ErrorCode::NotReady => 12,
             ErrorCode::ShardUnavailable => 13,
             ErrorCode::SessionStoreUnavailable => 14,
-            ErrorCode::Internal => 15,
+            ErrorCode::Unauthorized => 15,
+            ErrorCode::Forbidden => 16,
+            ErrorCode::RateLimited => 17,
+            ErrorCode::Internal => 18,
         }
     }
 

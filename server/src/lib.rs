@@ -4,6 +4,7 @@
 //! [`app`] builds the router from an [`AppState`], so tests can drive the whole API in process;
 //! [`run`] opens the index, warms it up, binds, and serves until SIGINT/SIGTERM.
 
+pub mod access;
 mod cache;
 pub mod compat;
 pub mod config;

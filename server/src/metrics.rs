@@ -56,6 +56,7 @@ struct Inner {
     stages: BTreeMap<&'static str, Histogram>,
     cache: BTreeMap<(&'static str, &'static str), u64>,
     rejections: BTreeMap<&'static str, u64>,
+    keys: BTreeMap<String, u64>,
 }
 
 /// The server's metrics; cheap to share.
@@ -108,7 +109,17 @@ impl Metrics {
         *self.lock().rejections.entry(reason).or_default() += 1;
     }
 
-    /// The text exposition format.
+    /// A request admitted under the API key named `key` (only with `--api-keys`).
+    pub fn key_request(&self, key: &str) {
+        let mut inner = self.lock();
+        match inner.keys.get_mut(key) {
+            Some(n) => *n += 1,
+            None => {
+                inner.keys.insert(key.to_string(), 1);
+            }
+        }
+    }
+
     /// The exposition text; `active_sessions` is `None` when the session store cannot say (the
     /// gauge is then left out rather than reported as 0).
     pub fn render(&self, active_sessions: Option<usize>) -> String {
@@ -151,6 +162,12 @@ impl Metrics {
                 "stillweb_rejected_requests_total{{reason=\"{reason}\"}} {n}"
             );
         }
+        if !inner.keys.is_empty() {
+            out.push_str("# HELP stillweb_key_requests_total Requests admitted, by API key name.\n# TYPE stillweb_key_requests_total counter\n");
+            for (key, n) in &inner.keys {
+                let _ = writeln!(out, "stillweb_key_requests_total{{key=\"{key}\"}} {n}");
+            }
+        }
         if let Some(active) = active_sessions {
             out.push_str("# HELP stillweb_active_sessions Sessions alive now.\n# TYPE stillweb_active_sessions gauge\n");
             let _ = writeln!(out, "stillweb_active_sessions {active}");
@@ -171,6 +188,7 @@ mod tests {
         m.stage("rerank", Duration::from_millis(700));
         m.cache("results", true);
         m.rejection("overloaded");
+        m.key_request("team-a");
         let text = m.render(Some(5));
         assert!(text.contains(
             "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2"
@@ -185,5 +203,6 @@ mod tests {
         assert!(text.contains("stillweb_cache_lookups_total{cache=\"results\",result=\"hit\"} 1"));
         assert!(text.contains("stillweb_rejected_requests_total{reason=\"overloaded\"} 1"));
         assert!(text.contains("stillweb_active_sessions 5"));
+        assert!(text.contains("stillweb_key_requests_total{key=\"team-a\"} 1"));
     }
 }

@@ -9,7 +9,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use stillweb_server::session::{MemorySessions, RedisSessions, SessionLimits, Sessions};
+use stillweb_server::access::Caller;
+use stillweb_server::session::{MemorySessions, RedisSessions, SessionId, SessionLimits, Sessions};
 use stillweb_test_support::Redis;
 use support::{get, post, samples_index, spawn_server};
 
@@ -20,6 +21,11 @@ fn limits(ttl: Duration, max_sessions: usize) -> SessionLimits {
         max_urls_per_session: 3,
         max_events_per_session: 4,
     }
+}
+
+/// `id` in the namespace of a server without API keys.
+fn id(id: &str) -> SessionId {
+    SessionId::new(&Caller::open(), id)
 }
 
 fn shown(urls: &[&str]) -> Vec<(String, String)> {
@@ -42,27 +48,27 @@ async fn redis_store_answers_as_the_memory_store() {
     );
     for store in [&memory, &shared] {
         store
-            .record_search("a", "first", &shown(&["u1", "u2"]))
+            .record_search(&id("a"), "first", &shown(&["u1", "u2"]))
             .await
             .expect("search");
         store
-            .record_search("a", "second", &shown(&["u2", "u3", "u4"]))
+            .record_search(&id("a"), "second", &shown(&["u2", "u3", "u4"]))
             .await
             .expect("search");
         store
-            .record_visit("a", "https://u4/", "ok")
+            .record_visit(&id("a"), "https://u4/", "ok")
             .await
             .expect("visit");
         store
-            .record_visit("nobody", "https://u4/", "url_not_seen")
+            .record_visit(&id("nobody"), "https://u4/", "url_not_seen")
             .await
             .expect("visit");
         store
-            .record_visit("a", "https://u9/", "url_not_seen")
+            .record_visit(&id("a"), "https://u9/", "url_not_seen")
             .await
             .expect("visit");
         store
-            .record_search("b", "other", &shown(&["u9"]))
+            .record_search(&id("b"), "other", &shown(&["u9"]))
             .await
             .expect("search");
     }
@@ -71,17 +77,28 @@ async fn redis_store_answers_as_the_memory_store() {
         for (url, seen) in [("u1", false), ("u2", true), ("u3", true), ("u4", true)] {
             assert_eq!(
                 store
-                    .has_seen("a", &format!("https://{url}/"))
+                    .has_seen(&id("a"), &format!("https://{url}/"))
                     .await
                     .expect("seen"),
                 seen,
                 "{url}"
             );
         }
-        assert!(!store.has_seen("a", "https://u9/").await.expect("seen"));
-        assert!(store.has_seen("b", "https://u9/").await.expect("seen"));
-        assert!(!store.has_seen("nobody", "https://u4/").await.expect("seen"));
-        assert!(store.transcript("nobody").await.expect("read").is_none());
+        assert!(!store.has_seen(&id("a"), "https://u9/").await.expect("seen"));
+        assert!(store.has_seen(&id("b"), "https://u9/").await.expect("seen"));
+        assert!(
+            !store
+                .has_seen(&id("nobody"), "https://u4/")
+                .await
+                .expect("seen")
+        );
+        assert!(
+            store
+                .transcript(&id("nobody"))
+                .await
+                .expect("read")
+                .is_none()
+        );
     }
     let strip_times = |t: stillweb_server::session::Transcript| {
         let mut value = serde_json::to_value(t).expect("json");
@@ -91,20 +108,20 @@ async fn redis_store_answers_as_the_memory_store() {
         }
         value
     };
-    let from_memory = strip_times(memory.transcript("a").await.expect("read").expect("a"));
-    let from_redis = strip_times(shared.transcript("a").await.expect("read").expect("a"));
+    let from_memory = strip_times(memory.transcript(&id("a")).await.expect("read").expect("a"));
+    let from_redis = strip_times(shared.transcript(&id("a")).await.expect("read").expect("a"));
     assert_eq!(from_redis, from_memory);
     assert_eq!(from_redis["dropped_events"], 0);
     for store in [&memory, &shared] {
         store
-            .record_visit("a", "https://u2/", "ok")
+            .record_visit(&id("a"), "https://u2/", "ok")
             .await
             .expect("visit");
     }
-    let from_redis = strip_times(shared.transcript("a").await.expect("read").expect("a"));
+    let from_redis = strip_times(shared.transcript(&id("a")).await.expect("read").expect("a"));
     assert_eq!(
         from_redis,
-        strip_times(memory.transcript("a").await.expect("read").expect("a"))
+        strip_times(memory.transcript(&id("a")).await.expect("read").expect("a"))
     );
     assert_eq!(from_redis["dropped_events"], 1, "{from_redis}");
     assert_eq!(from_redis["events"][0]["query"], "second");
@@ -114,23 +131,23 @@ async fn redis_store_answers_as_the_memory_store() {
     for store in [&memory, &shared] {
         assert_eq!(store.active().await.expect("active"), 2);
         store
-            .record_search("c", "q", &shown(&["c"]))
+            .record_search(&id("c"), "q", &shown(&["c"]))
             .await
             .expect("search");
-        assert!(store.has_seen("a", "https://u2/").await.expect("seen"));
+        assert!(store.has_seen(&id("a"), "https://u2/").await.expect("seen"));
         store
-            .record_search("d", "q", &shown(&["d"]))
+            .record_search(&id("d"), "q", &shown(&["d"]))
             .await
             .expect("search");
         assert_eq!(store.active().await.expect("active"), 3);
         assert!(
-            store.transcript("b").await.expect("read").is_none(),
+            store.transcript(&id("b")).await.expect("read").is_none(),
             "b evicted"
         );
-        assert!(store.has_seen("a", "https://u2/").await.expect("seen"));
-        assert!(store.end("a").await.expect("end"));
-        assert!(!store.end("a").await.expect("end"));
-        assert!(!store.has_seen("a", "https://u2/").await.expect("seen"));
+        assert!(store.has_seen(&id("a"), "https://u2/").await.expect("seen"));
+        assert!(store.end(&id("a")).await.expect("end"));
+        assert!(!store.end(&id("a")).await.expect("end"));
+        assert!(!store.has_seen(&id("a"), "https://u2/").await.expect("seen"));
         assert_eq!(store.active().await.expect("active"), 2);
     }
 }
@@ -149,19 +166,19 @@ async fn redis_sessions_expire_when_idle() {
         .expect("connect"),
     );
     store
-        .record_search("e", "q", &shown(&["u"]))
+        .record_search(&id("e"), "q", &shown(&["u"]))
         .await
         .expect("search");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert!(store.has_seen("e", "https://u/").await.expect("seen"));
+    assert!(store.has_seen(&id("e"), "https://u/").await.expect("seen"));
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
-        store.has_seen("e", "https://u/").await.expect("seen"),
+        store.has_seen(&id("e"), "https://u/").await.expect("seen"),
         "use refreshed it"
     );
     tokio::time::sleep(Duration::from_millis(900)).await;
-    assert!(!store.has_seen("e", "https://u/").await.expect("seen"));
-    assert!(store.transcript("e").await.expect("read").is_none());
+    assert!(!store.has_seen(&id("e"), "https://u/").await.expect("seen"));
+    assert!(store.transcript(&id("e")).await.expect("read").is_none());
     assert_eq!(store.active().await.expect("active"), 0);
 }
 

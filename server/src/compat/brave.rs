@@ -87,7 +87,7 @@ async fn run(
             rerank: None,
             rerank_pool: None,
         };
-        answer(state, session.as_deref(), query).await?.hits
+        answer(state, session.as_ref(), query).await?.hits
     };
     let more = hits.len() as i64 >= start + count && start + count < MAX_K;
     let results: Vec<_> = hits
@@ -149,7 +149,8 @@ impl ErrorDialect for Errors {
         let brave_code = match code {
             ErrorCode::InvalidRequest => "VALIDATION",
             ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
-            ErrorCode::Overloaded => "RATE_LIMITED",
+            ErrorCode::Overloaded | ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::Unauthorized => "SUBSCRIPTION_TOKEN_INVALID",
             ErrorCode::RouteNotFound => "RESOURCE_NOT_FOUND",
             ErrorCode::SessionRequired
             | ErrorCode::UrlNotSeen
@@ -161,6 +162,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
+            | ErrorCode::Forbidden
             | ErrorCode::Internal => "GENERIC",
         };
         json!({

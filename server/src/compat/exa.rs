@@ -73,7 +73,7 @@ pub async fn search(
             rerank: None,
             rerank_pool: None,
         };
-        let answer = answer(&state, session.as_deref(), query).await?;
+        let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer
             .hits
             .into_iter()
@@ -121,7 +121,7 @@ pub async fn contents(
         }
         let pages = visit_many(
             &state,
-            session.as_deref(),
+            session.as_ref(),
             &urls,
             "contents needs the session that searched (X-Session-Id or a /s/{session}/exa base URL)",
         )
@@ -183,6 +183,9 @@ impl ErrorDialect for Errors {
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
+            | ErrorCode::Unauthorized
+            | ErrorCode::Forbidden
+            | ErrorCode::RateLimited
             | ErrorCode::Internal => native_status(code),
         }
     }
@@ -192,6 +195,9 @@ impl ErrorDialect for Errors {
             ErrorCode::InvalidRequest => "INVALID_REQUEST_BODY",
             ErrorCode::Timeout | ErrorCode::BodyTimeout => "TIMEOUT",
             ErrorCode::RouteNotFound => "NOT_FOUND",
+            ErrorCode::Unauthorized => "INVALID_API_KEY",
+            ErrorCode::Forbidden => "ACCESS_DENIED",
+            ErrorCode::RateLimited => "RATE_LIMIT_EXCEEDED",
             ErrorCode::SessionRequired
             | ErrorCode::UrlNotSeen
             | ErrorCode::UrlNotFound
@@ -226,6 +232,9 @@ fn crawl_tag(code: ErrorCode) -> &'static str {
         | ErrorCode::NotReady
         | ErrorCode::ShardUnavailable
         | ErrorCode::SessionStoreUnavailable
+        | ErrorCode::Unauthorized
+        | ErrorCode::Forbidden
+        | ErrorCode::RateLimited
         | ErrorCode::Internal => "CRAWL_UNKNOWN_ERROR",
     }
 }

@@ -80,6 +80,8 @@ impl ErrorDialect for Errors {
             ErrorCode::UrlNotSeen => "SecurityCompromiseError",
             ErrorCode::UrlNotFound | ErrorCode::RouteNotFound => "AssertionFailureError",
             ErrorCode::SessionRequired | ErrorCode::InvalidRequest => "ParamValidationError",
+            ErrorCode::Unauthorized | ErrorCode::Forbidden => "AuthenticationRequiredError",
+            ErrorCode::RateLimited => "RateLimitTriggeredError",
             ErrorCode::SessionNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable

@@ -17,6 +17,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::service::visit;
 use crate::service::{Query, answer};
+use crate::session::SessionId;
 use crate::state::AppState;
 
 /// Protocol revisions this endpoint speaks; the newest is offered when the client's is unknown.
@@ -77,7 +78,7 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 fn request_session(
     sources: &SessionSources,
     headers: &HeaderMap,
-) -> Result<Option<String>, String> {
+) -> Result<Option<SessionId>, String> {
     let header = match headers.get(SESSION_HEADER) {
         None => None,
         Some(v) => Some(
@@ -87,11 +88,11 @@ fn request_session(
     };
     let path = sources.resolve(None).map_err(|e| e.message)?;
     match (header, path) {
-        (Some(h), Some(p)) if h != p => Err(format!(
+        (Some(h), Some(p)) if h != p.id() => Err(format!(
             "conflicting sessions: header `Mcp-Session-Id` says `{h}`, path prefix `/s/{{session}}` says `{p}`"
         )),
         (Some(h), _) => crate::service::limits::check_session(Some(h))
-            .map(|s| s.map(str::to_string))
+            .map(|s| s.map(|id| sources.session(id)))
             .map_err(|e| format!("`Mcp-Session-Id`: {}", e.message)),
         (None, p) => Ok(p),
     }
@@ -140,9 +141,9 @@ pub async fn post(
             continue; // a notification (initialized, cancelled...) or a response: nothing to say
         };
         if method == "initialize" && session.is_none() {
-            session = Some(new_session_id());
+            session = Some(sources.session(&new_session_id()));
         }
-        replies.push(handle(&state, session.as_deref(), method, id, m.get("params")).await);
+        replies.push(handle(&state, session.as_ref(), method, id, m.get("params")).await);
     }
     if replies.is_empty() {
         return StatusCode::ACCEPTED.into_response();
@@ -153,7 +154,7 @@ pub async fn post(
         replies.remove(0)
     };
     let mut response = Json(body).into_response();
-    if let Some(s) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+    if let Some(s) = session.and_then(|s| HeaderValue::from_str(s.id()).ok()) {
         response.headers_mut().insert(SESSION_HEADER, s);
     }
     response
@@ -161,7 +162,7 @@ pub async fn post(
 
 async fn handle(
     state: &AppState,
-    session: Option<&str>,
+    session: Option<&SessionId>,
     method: &str,
     id: Value,
     params: Option<&Value>,
@@ -207,7 +208,7 @@ async fn handle(
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-async fn web_search(state: &AppState, session: Option<&str>, arguments: &Value) -> Value {
+async fn web_search(state: &AppState, session: Option<&SessionId>, arguments: &Value) -> Value {
     let Some(query) = arguments.get("query").and_then(Value::as_str) else {
         return tool_result("`query` (a string) is required".into(), true, None);
     };
@@ -248,7 +249,7 @@ async fn web_search(state: &AppState, session: Option<&str>, arguments: &Value) 
     }
 }
 
-async fn visit_web(state: &AppState, session: Option<&str>, arguments: &Value) -> Value {
+async fn visit_web(state: &AppState, session: Option<&SessionId>, arguments: &Value) -> Value {
     let Some(url) = arguments.get("url").and_then(Value::as_str) else {
         return tool_result("`url` (a string) is required".into(), true, None);
     };

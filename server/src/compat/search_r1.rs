@@ -78,7 +78,7 @@ async fn run(
             rerank_pool: None,
         })
         .collect();
-    let answers = answer_many(state, session.as_deref(), queries).await?;
+    let answers = answer_many(state, session.as_ref(), queries).await?;
     let mut errors = Vec::new();
     let mut result = Vec::with_capacity(answers.len());
     for (i, answer) in answers.into_iter().enumerate() {

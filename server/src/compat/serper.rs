@@ -118,7 +118,7 @@ async fn run(
             rerank: None,
             rerank_pool: None,
         };
-        answer(state, session.as_deref(), query).await?.hits
+        answer(state, session.as_ref(), query).await?.hits
     };
     let organic: Vec<_> = hits
         .into_iter()

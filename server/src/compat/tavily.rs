@@ -71,7 +71,7 @@ pub async fn search(
             rerank: None,
             rerank_pool: None,
         };
-        let answer = answer(&state, session.as_deref(), query).await?;
+        let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer
             .hits
             .into_iter()
@@ -121,7 +121,7 @@ pub async fn extract(
         }
         let pages = visit_many(
             &state,
-            session.as_deref(),
+            session.as_ref(),
             &urls,
             "extract needs the session that searched (session_id / X-Session-Id)",
         )
@@ -175,6 +175,9 @@ impl ErrorDialect for Errors {
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
+            | ErrorCode::Unauthorized
+            | ErrorCode::Forbidden
+            | ErrorCode::RateLimited
             | ErrorCode::Internal => native_status(code),
         }
     }

@@ -46,7 +46,7 @@ pub async fn batch(
             request.queries.len()
         )));
     }
-    let answers = service::answer_many(&state, session.as_deref(), request.queries).await?;
+    let answers = service::answer_many(&state, session.as_ref(), request.queries).await?;
     Ok(Json(BatchResponse {
         responses: answers
             .into_iter()

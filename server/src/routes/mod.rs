@@ -12,7 +12,9 @@ use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::Uri;
 use axum::http::request::Parts;
 
+use crate::access::Caller;
 use crate::error::{ApiError, ErrorCode};
+use crate::session::SessionId;
 
 /// A JSON body extractor whose rejections use the API's error body.
 #[derive(Debug, Clone, Copy, Default)]
@@ -59,6 +61,8 @@ pub const SESSION_HEADER: &str = "x-session-id";
 pub struct SessionSources {
     path: Option<String>,
     header: Option<String>,
+    /// Whose namespace the session is in (set by `ops::observe` from the API key).
+    caller: Option<Caller>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
@@ -83,14 +87,18 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
                     .to_string(),
             ),
         };
-        Ok(SessionSources { path, header })
+        Ok(SessionSources {
+            path,
+            header,
+            caller: parts.extensions.get::<Caller>().cloned(),
+        })
     }
 }
 
 impl SessionSources {
-    /// The one session the request names (body field, header or path prefix), validated; an
-    /// error if they name different sessions.
-    pub fn resolve(&self, body: Option<&str>) -> Result<Option<String>, ApiError> {
+    /// The one session the request names (body field, header or path prefix), validated, in
+    /// the caller's namespace; an error if they name different sessions.
+    pub fn resolve(&self, body: Option<&str>) -> Result<Option<SessionId>, ApiError> {
         let named: Vec<(&str, &str)> = [
             ("body field `session`", body),
             ("header `X-Session-Id`", self.header.as_deref()),
@@ -108,7 +116,12 @@ impl SessionSources {
         }
         Ok(
             crate::service::limits::check_session(named.first().map(|(_, id)| *id))?
-                .map(str::to_string),
+                .map(|id| self.session(id)),
         )
+    }
+
+    /// `id` (validated) in the caller's namespace.
+    pub fn session(&self, id: &str) -> SessionId {
+        SessionId::new(self.caller.as_ref().unwrap_or(&Caller::open()), id)
     }
 }

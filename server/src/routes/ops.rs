@@ -12,6 +12,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::access::{Caller, Guard, Refusal};
+use crate::compat::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::{AppState, Backend};
 
@@ -133,6 +135,30 @@ async fn admit(
             return Err(refusal);
         }
     };
+    let caller = match &state.config.api_keys {
+        None => Caller::open(),
+        Some(keys) => {
+            let dialect = Dialect::of(parts.uri.path());
+            match keys.authorize(
+                Guard::of(route),
+                dialect,
+                &parts.headers,
+                parts.uri.query(),
+                &bytes,
+                Instant::now(),
+            ) {
+                Ok(caller) => {
+                    if Guard::of(route) != Guard::Open {
+                        state.metrics.key_request(&caller.namespace);
+                    }
+                    caller
+                }
+                Err(refusal) => return Err(refused(state, refusal)),
+            }
+        }
+    };
+    let mut parts = parts;
+    parts.extensions.insert(caller);
     let request = Request::from_parts(parts, Body::from(bytes));
     if UNLIMITED.contains(&route) {
         return Ok((request, None));
@@ -155,6 +181,26 @@ async fn admit(
             Err(refusal)
         }
     }
+}
+
+/// A request refused by its API key: 401 with `WWW-Authenticate`, 403, or 429 with
+/// `Retry-After` (whole seconds, at least 1).
+fn refused(state: &AppState, refusal: Refusal) -> Response {
+    state.metrics.rejection(refusal.error.code.as_str());
+    let unauthorized = refusal.error.code == ErrorCode::Unauthorized;
+    let mut response = refusal.error.into_response();
+    let headers = response.headers_mut();
+    if let Some(wait) = refusal.retry_after {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if unauthorized {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"stillweb\""),
+        );
+    }
+    response
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
@@ -234,6 +280,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "request_timeout_secs": config.request_timeout.as_secs(),
         },
         "sessions": state.sessions.describe(),
+        "api_keys": state.config.api_keys.as_ref().map(|keys| json!({"keys": keys.len()})),
         "caches": {
             "results": {"capacity": config.result_cache_entries, "entries": state.results.len()},
             "embeddings": {"capacity": config.embedding_cache_entries, "entries": state.embeddings.len()},

@@ -64,7 +64,7 @@ pub async fn search(
         rerank: request.rerank,
         rerank_pool: request.rerank_pool,
     };
-    let answer = service::answer(&state, session.as_deref(), query).await?;
+    let answer = service::answer(&state, session.as_ref(), query).await?;
     let timing = server_timing(&answer.timing);
     let mut response = Json(native_response(&state, answer)).into_response();
     if let Ok(value) = HeaderValue::from_str(&timing) {

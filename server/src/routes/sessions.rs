@@ -1,10 +1,12 @@
-//! `GET /v1/sessions/{id}` (the session's transcript) and `DELETE /v1/sessions/{id}` (end it).
+//! `GET /v1/sessions/{id}` (the session's transcript) and `DELETE /v1/sessions/{id}` (end it),
+//! for sessions in the caller's namespace: under API keys, another key's `e1` is not found.
 
 use axum::Json;
 use axum::extract::{RawPathParams, State};
 use axum::http::StatusCode;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::SessionSources;
 use crate::service::limits::check_session;
 use crate::session::Transcript;
 use crate::state::AppState;
@@ -28,13 +30,14 @@ fn id_param(params: &RawPathParams) -> String {
 
 pub async fn transcript(
     State(state): State<AppState>,
+    sources: SessionSources,
     params: RawPathParams,
 ) -> Result<Json<Transcript>, ApiError> {
     let id = id_param(&params);
     check_session(Some(&id))?;
     state
         .sessions
-        .transcript(&id)
+        .transcript(&sources.session(&id))
         .await?
         .map(Json)
         .ok_or_else(|| not_found(&id))
@@ -42,11 +45,12 @@ pub async fn transcript(
 
 pub async fn end(
     State(state): State<AppState>,
+    sources: SessionSources,
     params: RawPathParams,
 ) -> Result<StatusCode, ApiError> {
     let id = id_param(&params);
     check_session(Some(&id))?;
-    if state.sessions.end(&id).await? {
+    if state.sessions.end(&sources.session(&id)).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_found(&id))

@@ -15,6 +15,7 @@ use super::limits::check_kept;
 use crate::cache::LruCache;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics::Metrics;
+use crate::session::SessionId;
 use crate::state::{AppState, Backend};
 
 /// Most results a compatible endpoint hands out, as the live APIs do, and the native default of
@@ -56,7 +57,7 @@ pub const MAX_QUERY_OPERATORS: usize = 32;
 /// [`answer_many`], which records in query order).
 pub async fn answer(
     state: &AppState,
-    session: Option<&str>,
+    session: Option<&SessionId>,
     request: Query,
 ) -> Result<Answer, ApiError> {
     let answer = search(state, request).await?;
@@ -113,7 +114,11 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
 /// Writes `answer` to `session`'s transcript and makes its results visitable there; fails
 /// (closed) when the session store cannot: a search whose shown URLs were not recorded must not
 /// answer, or a later visit would be wrongly refused.
-pub async fn record(state: &AppState, session: &str, answer: &Answer) -> Result<(), ApiError> {
+pub async fn record(
+    state: &AppState,
+    session: &SessionId,
+    answer: &Answer,
+) -> Result<(), ApiError> {
     let shown: Vec<(String, String)> = answer
         .hits
         .iter()
@@ -309,7 +314,7 @@ pub struct Timing {
 /// batch; a query's own error is its entry's.
 pub async fn answer_many(
     state: &AppState,
-    session: Option<&str>,
+    session: Option<&SessionId>,
     queries: Vec<Query>,
 ) -> Result<Vec<Result<Answer, ApiError>>, ApiError> {
     let queries: Arc<Vec<Query>> = Arc::new(queries);

@@ -8,6 +8,7 @@ use stillweb_corpus::url_norm::normalize_url;
 
 use super::limits::{MAX_URL_CHARS, check_kept};
 use crate::error::{ApiError, ErrorCode};
+use crate::session::SessionId;
 use crate::state::{AppState, Backend};
 
 /// A visited page, as every visiting endpoint returns it.
@@ -21,7 +22,7 @@ pub struct Page {
 
 /// [`page`], with the attempt and its outcome (`ok` or the error code) written to the
 /// session's transcript. Every endpoint that visits goes through here.
-pub async fn visit(state: &AppState, session: &str, url: &str) -> Result<Page, ApiError> {
+pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
     // An over-long URL is refused before anything is kept of it.
     check_kept("`url`", url, MAX_URL_CHARS)?;
     let result = page(state, session, url).await;
@@ -35,7 +36,7 @@ pub async fn visit(state: &AppState, session: &str, url: &str) -> Result<Page, A
 }
 
 /// The page at `url`, if it is in the corpus and `session` was shown it.
-async fn page(state: &AppState, session: &str, url: &str) -> Result<Page, ApiError> {
+async fn page(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
     let doc = match &state.backend {
         Backend::Index(retriever) => {
@@ -75,7 +76,7 @@ async fn page(state: &AppState, session: &str, url: &str) -> Result<Page, ApiErr
 /// every URL gets `session_required` with `why` (what the endpoint needs).
 pub async fn visit_many(
     state: &AppState,
-    session: Option<&str>,
+    session: Option<&SessionId>,
     urls: &[String],
     why: &str,
 ) -> Vec<Result<Page, ApiError>> {

@@ -1,15 +1,18 @@
 //! Sessions: what each agent episode has been shown, so that visits can be limited to it, and
 //! its transcript. Kept in this process ([`memory`], the default) or in Redis ([`redis`], shared
 //! by every server of a cluster, surviving restarts); both behind [`Sessions`], with the same
-//! bounds and the same answers. Sessions never share state.
+//! bounds and the same answers. Sessions never share state; with API keys each key's sessions
+//! are apart from every other key's ([`SessionId`]).
 
 pub mod memory;
 pub mod redis;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::access::Caller;
 pub use memory::MemorySessions;
 pub use redis::RedisSessions;
 
@@ -21,6 +24,43 @@ pub use redis::RedisSessions;
 pub struct Unavailable {
     pub store: String,
     pub reason: String,
+}
+
+/// A session as the stores know it: the id a client chose, in the namespace of the API key it
+/// came with ([`crate::access::OPEN_NAMESPACE`] without keys), so that the same id under two
+/// keys is two sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionId {
+    namespace: Arc<str>,
+    id: String,
+}
+
+impl SessionId {
+    /// `id` (already validated by [`valid_session_id`]) in `caller`'s namespace.
+    pub fn new(caller: &Caller, id: impl Into<String>) -> SessionId {
+        SessionId {
+            namespace: caller.namespace.clone(),
+            id: id.into(),
+        }
+    }
+
+    /// The id as the client named it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `NAMESPACE/ID`: what the stores key a session by. Neither part may hold a `/`, so two
+    /// different sessions never share one.
+    pub fn member(&self) -> String {
+        format!("{}/{}", self.namespace, self.id)
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    /// The id alone: messages speak of the session the client named.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.id)
+    }
 }
 
 /// Where sessions live.
@@ -35,17 +75,17 @@ impl Sessions {
     /// (as shown, normalised key) pairs in rank order.
     pub async fn record_search(
         &self,
-        session: &str,
+        session: &SessionId,
         query: &str,
         urls: &[(String, String)],
     ) -> Result<(), Unavailable> {
-        let at = SystemTime::now();
+        let (at, session) = (SystemTime::now(), session.member());
         match self {
             Sessions::Memory(m) => {
-                m.record_search(session, query, urls, Instant::now(), at);
+                m.record_search(&session, query, urls, Instant::now(), at);
                 Ok(())
             }
-            Sessions::Redis(r) => r.record_search(session, query, urls, at).await,
+            Sessions::Redis(r) => r.record_search(&session, query, urls, at).await,
         }
     }
 
@@ -53,41 +93,49 @@ impl Sessions {
     /// `session`, if the session exists.
     pub async fn record_visit(
         &self,
-        session: &str,
+        session: &SessionId,
         url: &str,
         outcome: &str,
     ) -> Result<(), Unavailable> {
-        let at = SystemTime::now();
+        let (at, session) = (SystemTime::now(), session.member());
         match self {
             Sessions::Memory(m) => {
-                m.record_visit(session, url, outcome, Instant::now(), at);
+                m.record_visit(&session, url, outcome, Instant::now(), at);
                 Ok(())
             }
-            Sessions::Redis(r) => r.record_visit(session, url, outcome, at).await,
+            Sessions::Redis(r) => r.record_visit(&session, url, outcome, at).await,
         }
     }
 
     /// Whether `session` has been shown `url` (a normalised key). Counts as activity.
-    pub async fn has_seen(&self, session: &str, url: &str) -> Result<bool, Unavailable> {
+    pub async fn has_seen(&self, session: &SessionId, url: &str) -> Result<bool, Unavailable> {
+        let session = session.member();
         match self {
-            Sessions::Memory(m) => Ok(m.has_seen(session, url, Instant::now())),
-            Sessions::Redis(r) => r.has_seen(session, url).await,
+            Sessions::Memory(m) => Ok(m.has_seen(&session, url, Instant::now())),
+            Sessions::Redis(r) => r.has_seen(&session, url).await,
         }
     }
 
     /// The session's transcript, if it is alive. Reading it counts as activity.
-    pub async fn transcript(&self, session: &str) -> Result<Option<Transcript>, Unavailable> {
-        match self {
-            Sessions::Memory(m) => Ok(m.transcript(session, Instant::now())),
-            Sessions::Redis(r) => r.transcript(session).await,
-        }
+    pub async fn transcript(&self, session: &SessionId) -> Result<Option<Transcript>, Unavailable> {
+        let member = session.member();
+        let transcript = match self {
+            Sessions::Memory(m) => m.transcript(&member, Instant::now()),
+            Sessions::Redis(r) => r.transcript(&member).await?,
+        };
+        // The stores know sessions by their namespaced member; the caller knows its id.
+        Ok(transcript.map(|t| Transcript {
+            session: session.id().to_string(),
+            ..t
+        }))
     }
 
     /// Ends `session`: forgets what it saw and its transcript. False if it did not exist.
-    pub async fn end(&self, session: &str) -> Result<bool, Unavailable> {
+    pub async fn end(&self, session: &SessionId) -> Result<bool, Unavailable> {
+        let session = session.member();
         match self {
-            Sessions::Memory(m) => Ok(m.end(session, Instant::now())),
-            Sessions::Redis(r) => r.end(session).await,
+            Sessions::Memory(m) => Ok(m.end(&session, Instant::now())),
+            Sessions::Redis(r) => r.end(&session).await,
         }
     }
 

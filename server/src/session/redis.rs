@@ -15,7 +15,8 @@
 //! The same bounds as in memory: every key of a session expires after the idle TTL, refreshed on
 //! each use; the oldest URLs and events are dropped past their limits; past --max-sessions the
 //! least recently used sessions are deleted (the `active` set counts them). A session exists
-//! while its `meta` key does. NAMESPACE is `-` (API keys give each key its own).
+//! while its `meta` key does. NAMESPACE is the API key's name, `-` without keys; the calls here
+//! take `NAMESPACE/ID` whole (see [`super::SessionId::member`]).
 //!
 //! Every call has a deadline (`--sessions-timeout-ms`): when Redis cannot answer, the request
 //! fails closed with `Unavailable` instead of waiting on reconnects. The connection manager
@@ -26,9 +27,6 @@ use std::time::{Duration, SystemTime};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::{Event, SessionLimits, Transcript, Unavailable, rfc3339};
-
-/// The namespace of sessions without API keys.
-const NO_NAMESPACE: &str = "-";
 
 /// Adds a search: creates the session if new (returns 1 then), adds the URLs not yet seen,
 /// forgets the oldest past the limit, appends the event, refreshes every key's TTL.
@@ -138,13 +136,9 @@ impl RedisSessions {
         &self.limits
     }
 
-    /// `session`'s keys: meta, seen, events.
-    fn keys(&self, session: &str) -> [String; 3] {
-        self.member_keys(&Self::member(session))
-    }
-
-    /// The keys of the session that is `member` of the active set.
-    fn member_keys(&self, member: &str) -> [String; 3] {
+    /// The keys of the session that is `member` (`NAMESPACE/ID`) of the active set: meta, seen,
+    /// events.
+    fn keys(&self, member: &str) -> [String; 3] {
         let tag = format!("{}:{{{member}}}", self.prefix);
         [
             format!("{tag}:meta"),
@@ -219,14 +213,9 @@ impl RedisSessions {
         let mut pipe = redis::pipe();
         pipe.cmd("ZREM")
             .arg(self.active_key())
-            .arg(Self::member(session))
+            .arg(session)
             .ignore();
         self.run::<()>(&pipe).await
-    }
-
-    /// `session`'s member of the active set.
-    fn member(session: &str) -> String {
-        format!("{NO_NAMESPACE}/{session}")
     }
 
     /// A pipeline that runs `script` on `session`'s keys with `args`, then marks the session
@@ -245,7 +234,7 @@ impl RedisSessions {
         if !creates {
             pipe.arg("XX");
         }
-        pipe.arg(now_us()).arg(Self::member(session)).ignore();
+        pipe.arg(now_us()).arg(session).ignore();
         pipe
     }
 
@@ -307,10 +296,7 @@ impl RedisSessions {
         let (evicted,): (Vec<(String, f64)>,) = self.run(&pop).await?;
         let mut delete = redis::pipe();
         for (member, _) in evicted {
-            delete
-                .cmd("DEL")
-                .arg(&self.member_keys(&member)[..])
-                .ignore();
+            delete.cmd("DEL").arg(&self.keys(&member)[..]).ignore();
         }
         self.run::<()>(&delete).await
     }
@@ -383,7 +369,7 @@ impl RedisSessions {
             .arg(&self.keys(session)[..])
             .cmd("ZREM")
             .arg(self.active_key())
-            .arg(Self::member(session));
+            .arg(session);
         // DEL counts the keys it removed; `meta` is one of them whenever the session existed.
         let (deleted, _removed): (usize, usize) = self.run(&pipe).await?;
         Ok(deleted > 0)
