@@ -668,6 +668,7 @@ impl Writers<'_> {
 /// Writes the finished `tmp` directory's checksums and replaces `out` with it. An existing index
 /// is moved aside first and removed only once the new one is in place.
 pub(crate) fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
+    readable_by_all(tmp)?;
     // Last, over the finished files: what the server checks before it serves them.
     crate::checksums::write(tmp)?;
     let old = out.with_file_name(format!(
@@ -688,6 +689,26 @@ pub(crate) fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
     }
     if had_old {
         std::fs::remove_dir_all(&old).map_err(|e| IndexError::io(&old, e))?;
+    }
+    Ok(())
+}
+
+/// Makes every file under `dir` readable by everyone. An index is a read-only artifact that is
+/// often served by another user than the one who built it (a container's non-root user over a
+/// mounted volume), but tantivy writes its `meta.json` and `.managed.json` through temporary
+/// files, which are created owner-only whatever the umask.
+fn readable_by_all(dir: &Path) -> Result<(), IndexError> {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).map_err(|e| IndexError::io(dir, e))? {
+        let path = entry.map_err(|e| IndexError::io(dir, e))?.path();
+        let meta = std::fs::metadata(&path).map_err(|e| IndexError::io(&path, e))?;
+        if meta.is_dir() {
+            readable_by_all(&path)?;
+        } else if meta.permissions().mode() & 0o044 != 0o044 {
+            let mode = meta.permissions().mode() | 0o044;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| IndexError::io(&path, e))?;
+        }
     }
     Ok(())
 }
@@ -749,5 +770,26 @@ impl Progress {
             bar.set_position(report.documents);
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn published_files_are_readable_by_everyone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nested = dir.path().join("docs");
+        std::fs::create_dir(&nested).expect("mkdir");
+        let private = nested.join("meta.json");
+        std::fs::write(&private, "{}").expect("write");
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        super::readable_by_all(dir.path()).expect("readable");
+        let mode = std::fs::metadata(&private)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 }

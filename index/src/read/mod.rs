@@ -2,6 +2,7 @@
 //! manual reload policy (the index is read-only), and lookups by URL.
 
 pub(crate) mod bm25_at;
+mod read_only;
 pub(crate) mod vectors;
 
 use std::path::{Path, PathBuf};
@@ -76,10 +77,12 @@ impl std::fmt::Debug for SearchIndex {
 
 fn open_part(dir: &Path, part: &str) -> Result<(Index, IndexReader), IndexError> {
     let path = dir.join(part);
-    let index = Index::open_in_dir(&path).map_err(|e| IndexError::Damaged {
+    let damaged = |e: tantivy::TantivyError| IndexError::Damaged {
         path: dir.to_path_buf(),
         reason: format!("cannot open {}: {e}", path.display()),
-    })?;
+    };
+    let directory = read_only::ReadOnlyDirectory::open(&path).map_err(damaged)?;
+    let index = Index::open(directory).map_err(damaged)?;
     index.tokenizers().register(ANALYZER, english());
     let reader = index
         .reader_builder()
