@@ -28,6 +28,7 @@ for run in $(seq "$runs"); do
   for store in memory redis; do
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     STILLWEB_PORT=$port STILLWEB_CLUSTER_SESSIONS=$store STILLWEB_CLUSTER_RUN=$out/$store-$run/cluster \
+      STILLWEB_CLUSTER_FLAGS="--result-cache-entries 0 --embedding-cache-entries 0" \
       scripts/cluster > "$out/$store-$run.cluster.out" 2> "$out/$store-$run.cluster.log" &
     cluster=$!
     for _ in $(seq 1200); do
