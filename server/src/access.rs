@@ -6,7 +6,9 @@
 //! key = "…"         # the secret, at least 16 characters (`openssl rand -hex 32`)
 //! rate = 20         # optional: requests per second, a token bucket per server
 //! burst = 40        # optional: the bucket's size (default: the rate, at least 1)
-//! role = "client"   # optional: `client` (default) or `metrics` (only `GET /metrics`)
+//! role = "client"   # optional: `client` (default), `metrics` (only `GET /metrics`) or
+//!                   # `operator` (a client that also lists and reads every key's sessions,
+//!                   # and reads /metrics)
 //! ```
 //!
 //! Every endpoint but `/healthz` and `/readyz` then needs a key, taken where each API's own
@@ -43,6 +45,8 @@ const MIN_KEY_CHARS: usize = 16;
 pub struct Caller {
     /// The key's name, or [`OPEN_NAMESPACE`] without keys.
     pub namespace: Arc<str>,
+    /// An operator key: may list and read the sessions of every key.
+    pub operator: bool,
 }
 
 impl Caller {
@@ -50,6 +54,7 @@ impl Caller {
     pub fn open() -> Caller {
         Caller {
             namespace: Arc::from(OPEN_NAMESPACE),
+            operator: false,
         }
     }
 }
@@ -63,6 +68,8 @@ pub enum Role {
     Client,
     /// `GET /metrics` only: for a Prometheus scraper.
     Metrics,
+    /// A client that also lists and reads every key's sessions (`?key=`), and reads `/metrics`.
+    Operator,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,7 +109,7 @@ impl Refusal {
 /// Which check a route gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Guard {
-    /// `/healthz`, `/readyz`: load balancers and probes carry no key.
+    /// `/healthz`, `/readyz` (load balancers and probes carry no key) and the console's files.
     Open,
     /// `/metrics`.
     Metrics,
@@ -114,7 +121,9 @@ impl Guard {
     /// The guard of a route pattern as axum matched it.
     pub fn of(route: &str) -> Guard {
         match route {
-            "/healthz" | "/readyz" => Guard::Open,
+            // The console's files hold no data; the API calls they make carry the key.
+            "/healthz" | "/readyz" | "/ui" | "/ui/" | "/ui/app.js" | "/ui/app.css"
+            | "/ui/favicon.svg" => Guard::Open,
             "/metrics" => Guard::Metrics,
             _ => Guard::Api,
         }
@@ -180,7 +189,8 @@ fn digest(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` can be a key's name (and so a session namespace).
+pub(crate) fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
@@ -237,6 +247,7 @@ impl Keys {
             let key = Key {
                 caller: Caller {
                     namespace: Arc::from(entry.name.as_str()),
+                    operator: entry.role == Role::Operator,
                 },
                 role: entry.role,
                 bucket,
@@ -289,8 +300,10 @@ impl Keys {
             ));
         };
         let allowed = match guard {
-            Guard::Metrics => key.role == Role::Metrics || !self.metrics_role,
-            _ => key.role == Role::Client,
+            Guard::Metrics => {
+                matches!(key.role, Role::Metrics | Role::Operator) || !self.metrics_role
+            }
+            _ => matches!(key.role, Role::Client | Role::Operator),
         };
         if !allowed {
             return Err(Refusal::new(

@@ -88,6 +88,11 @@ pub struct Args {
     /// own session namespace. See the README's "API keys".
     #[arg(long, env = "STILLWEB_API_KEYS", value_name = "FILE")]
     pub api_keys: Option<PathBuf>,
+    /// Gold labels (JSON Lines: id, question, gold_url, negatives), kept in the server only:
+    /// session transcripts then mark labelled URLs and say when each question's gold page was
+    /// first shown and whether it was read. Never changes ranking or results.
+    #[arg(long, env = "STILLWEB_GOLD", value_name = "FILE")]
+    pub gold: Option<PathBuf>,
     /// Seconds a session may stay idle before it is forgotten.
     #[arg(long, env = "STILLWEB_SESSION_TTL_SECS", default_value_t = 3600)]
     pub session_ttl_secs: u64,
@@ -205,6 +210,8 @@ pub struct Config {
     pub session_store: SessionStore,
     /// The keys of `--api-keys`, if given.
     pub api_keys: Option<std::sync::Arc<crate::access::Keys>>,
+    /// The labels of `--gold`, if given.
+    pub gold: Option<std::sync::Arc<crate::gold::Gold>>,
     /// Ranking parameters; the weights are set from `mode` once the index is open.
     pub search: SearchParams,
     pub mode: Option<Mode>,
@@ -352,6 +359,10 @@ impl Args {
             session_store,
             api_keys: match &self.api_keys {
                 Some(path) => Some(std::sync::Arc::new(crate::access::Keys::load(path)?)),
+                None => None,
+            },
+            gold: match &self.gold {
+                Some(path) => Some(std::sync::Arc::new(crate::gold::Gold::load(path)?)),
                 None => None,
             },
             search: SearchParams {

@@ -9,6 +9,7 @@ mod cache;
 pub mod compat;
 pub mod config;
 pub mod error;
+pub mod gold;
 pub mod ids;
 pub mod metrics;
 mod pool;
@@ -17,6 +18,7 @@ pub mod service;
 pub mod session;
 pub mod sharding;
 pub mod state;
+pub mod ui;
 
 use std::time::{Duration, Instant};
 
@@ -45,6 +47,7 @@ use sharding::replicas::ReplicaSet;
 pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/search"),
     ("POST", "/v1/visit"),
+    ("GET", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
     ("DELETE", "/v1/sessions/{id}"),
     ("POST", "/v1/search/batch"),
@@ -64,6 +67,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/mcp"),
     ("GET", "/metrics"),
     ("GET", "/info"),
+    ("GET", "/ui"),
+    ("GET", "/ui/"),
+    ("GET", "/ui/app.js"),
+    ("GET", "/ui/app.css"),
+    ("GET", "/ui/favicon.svg"),
 ];
 
 /// The router with every endpoint. The session-aware endpoints are served twice: as they are, and
@@ -72,6 +80,7 @@ pub fn app(state: AppState) -> Router {
     let api: Router<AppState> = Router::new()
         .route("/v1/search", post(routes::search::search))
         .route("/v1/visit", post(routes::visit::visit))
+        .route("/v1/sessions", get(routes::sessions::list))
         .route(
             "/v1/sessions/{id}",
             get(routes::sessions::transcript).delete(routes::sessions::end),
@@ -109,6 +118,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api.clone())
         .nest("/s/{session}", api)
         .merge(shard_api)
+        .merge(ui::routes())
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::ops::metrics))

@@ -57,6 +57,8 @@ struct Inner {
     cache: BTreeMap<(&'static str, &'static str), u64>,
     rejections: BTreeMap<&'static str, u64>,
     keys: BTreeMap<String, u64>,
+    /// Sessions shown / reading a gold page (`--gold`); `None` without labels.
+    gold: Option<BTreeMap<&'static str, u64>>,
 }
 
 /// The server's metrics; cheap to share.
@@ -120,6 +122,18 @@ impl Metrics {
         }
     }
 
+    /// Starts the gold counters at 0 (a server with `--gold`).
+    pub fn enable_gold(&self) {
+        self.lock().gold = Some(BTreeMap::from([("surfaced", 0), ("visited", 0)]));
+    }
+
+    /// A session shown (`surfaced`) or reading (`visited`) a gold page for the first time.
+    pub fn gold(&self, event: &'static str) {
+        if let Some(gold) = self.lock().gold.as_mut() {
+            *gold.entry(event).or_default() += 1;
+        }
+    }
+
     /// The exposition text; `active_sessions` is `None` when the session store cannot say (the
     /// gauge is then left out rather than reported as 0).
     pub fn render(&self, active_sessions: Option<usize>) -> String {
@@ -166,6 +180,12 @@ impl Metrics {
             out.push_str("# HELP stillweb_key_requests_total Requests admitted, by API key name.\n# TYPE stillweb_key_requests_total counter\n");
             for (key, n) in &inner.keys {
                 let _ = writeln!(out, "stillweb_key_requests_total{{key=\"{key}\"}} {n}");
+            }
+        }
+        if let Some(gold) = &inner.gold {
+            out.push_str("# HELP stillweb_gold_sessions_total Sessions in which a gold page (--gold) was first shown (surfaced) or read (visited).\n# TYPE stillweb_gold_sessions_total counter\n");
+            for (event, n) in gold {
+                let _ = writeln!(out, "stillweb_gold_sessions_total{{event=\"{event}\"}} {n}");
             }
         }
         if let Some(active) = active_sessions {

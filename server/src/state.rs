@@ -79,9 +79,13 @@ impl AppState {
                     .map_err(anyhow::Error::msg)?,
             ),
         };
+        let metrics = Arc::new(Metrics::default());
+        if config.gold.is_some() {
+            metrics.enable_gold();
+        }
         Ok(AppState {
             backend,
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),

@@ -872,3 +872,69 @@ fn overload_is_refused_with_429_and_the_server_recovers() {
         "{metrics}"
     );
 }
+
+/// `"explain": true` returns the numbers behind each rank, and they recompose the scores and the
+/// order; without it the same results come back with no explanation.
+#[tokio::test]
+async fn explained_scores_recompose_into_the_ranking() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    for query in [
+        "Anarchism",
+        "history of the Roman empire and its emperors",
+        "Drekev Labs fellowship site:techbrief.example",
+    ] {
+        let (status, explained) = call(
+            &s,
+            "POST",
+            "/v1/search",
+            Some(json!({"query": query, "explain": true})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{explained}");
+        support::assert_explained(&explained);
+        let (_, plain) = call(&s, "POST", "/v1/search", Some(json!({"query": query}))).await;
+        assert!(plain.get("explain").is_none(), "{plain}");
+        let strip = |body: &Value| -> Vec<Value> {
+            body["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .map(|r| json!([r["url"], r["score"], r["snippet"]]))
+                .collect()
+        };
+        assert_eq!(strip(&explained), strip(&plain), "{query}");
+    }
+}
+
+/// With a reranker, each explained result's score is its reranker score.
+#[tokio::test]
+async fn explained_reranked_scores_are_the_rerankers() {
+    let Some(index) = samples_index() else { return };
+    let Some(fixture) = qwen3_fixture() else {
+        return;
+    };
+    let s = state(
+        index,
+        &[
+            "--reranker",
+            fixture.to_str().expect("path"),
+            "--rerank-pool",
+            "8",
+        ],
+    );
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "explain": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["explain"]["reranked"], true);
+    assert!(
+        body["results"][0]["explain"]["rerank_score"].is_number(),
+        "{body}"
+    );
+    support::assert_explained(&body);
+}

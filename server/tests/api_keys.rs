@@ -20,6 +20,7 @@ const KEY_A: &str = "key-a-0123456789abcdef";
 const KEY_B: &str = "key-b-0123456789abcdef";
 const KEY_SLOW: &str = "key-slow-0123456789abcdef";
 const KEY_SCRAPE: &str = "key-scrape-0123456789abcdef";
+const KEY_OPERATOR: &str = "key-operator-0123456789abcdef";
 const ANARCHISM: &str = "https://en.wikipedia.org/wiki/Anarchism";
 
 /// A key file with two client keys, a slow one and a metrics key; kept while the server runs.
@@ -27,7 +28,7 @@ fn key_file(with_scraper: bool) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("keys.toml");
     let mut text = format!(
-        "[[key]]\nname = \"team-a\"\nkey = \"{KEY_A}\"\n\n[[key]]\nname = \"team-b\"\nkey = \"{KEY_B}\"\n\n[[key]]\nname = \"slow\"\nkey = \"{KEY_SLOW}\"\nrate = 1\nburst = 2\n"
+        "[[key]]\nname = \"team-a\"\nkey = \"{KEY_A}\"\n\n[[key]]\nname = \"team-b\"\nkey = \"{KEY_B}\"\n\n[[key]]\nname = \"slow\"\nkey = \"{KEY_SLOW}\"\nrate = 1\nburst = 2\n\n[[key]]\nname = \"ops\"\nkey = \"{KEY_OPERATOR}\"\nrole = \"operator\"\n"
     );
     if with_scraper {
         text.push_str(&format!(
@@ -124,7 +125,8 @@ fn every_protected_endpoint_wants_a_key_in_its_dialect() {
             .replace("{url}", "https://en.wikipedia.org/wiki/Anarchism");
         for path in [path.clone(), format!("/s/e1{path}")] {
             let (status, headers, body) = request(base, method, &path, None, None);
-            if path.ends_with("/healthz") || path.ends_with("/readyz") {
+            // Probes and the console's files (which hold no data) need no key.
+            if path.ends_with("/healthz") || path.ends_with("/readyz") || path.contains("/ui") {
                 if !path.starts_with("/s/") {
                     assert_eq!(status, 200, "{method} {path} needs no key");
                 }
@@ -156,7 +158,7 @@ fn every_protected_endpoint_wants_a_key_in_its_dialect() {
     }
     let (status, _, info) = request(base, "GET", "/info", Some(KEY_A), None);
     assert_eq!(status, 200);
-    assert_eq!(info["api_keys"], json!({"keys": 4}), "{info}");
+    assert_eq!(info["api_keys"], json!({"keys": 5}), "{info}");
     assert!(!info.to_string().contains(KEY_A), "/info shows no secret");
 }
 
@@ -349,5 +351,74 @@ fn a_bad_key_file_stops_the_server_with_what_to_fix() {
     assert!(
         stderr.contains("keys.toml") && stderr.contains("openssl rand"),
         "{stderr}"
+    );
+}
+
+/// An operator key lists every key's sessions (each with its key) and reads one with `?key=`;
+/// a client key lists only its own and may not ask for another's.
+#[test]
+fn an_operator_key_sees_every_keys_sessions() {
+    let Some(index) = samples_index() else { return };
+    let (server, _keys) = keyed_server(index, false, &[]);
+    let base = &server.url;
+    for (key, session) in [(KEY_A, "a-1"), (KEY_B, "b-1")] {
+        let body = json!({"query": "Anarchism", "session": session});
+        assert_eq!(
+            request(base, "POST", "/v1/search", Some(key), Some(body)).0,
+            200
+        );
+    }
+    let (status, _, mine) = request(base, "GET", "/v1/sessions", Some(KEY_A), None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        mine["sessions"],
+        json!([{"session": "a-1", "last_used": mine["sessions"][0]["last_used"]}])
+    );
+    let (status, _, all) = request(base, "GET", "/v1/sessions", Some(KEY_OPERATOR), None);
+    assert_eq!(status, 200);
+    let listed: Vec<(String, String)> = all["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| {
+            (
+                s["key"].as_str().unwrap_or("").to_string(),
+                s["session"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(listed.contains(&("team-a".into(), "a-1".into())), "{all}");
+    assert!(listed.contains(&("team-b".into(), "b-1".into())), "{all}");
+    let (status, _, transcript) = request(
+        base,
+        "GET",
+        "/v1/sessions/b-1?key=team-b",
+        Some(KEY_OPERATOR),
+        None,
+    );
+    assert_eq!(status, 200, "{transcript}");
+    assert_eq!(transcript["session"], "b-1");
+    let (status, _, refused) = request(
+        base,
+        "GET",
+        "/v1/sessions/b-1?key=team-b",
+        Some(KEY_A),
+        None,
+    );
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error"]["code"], "forbidden");
+    // A client naming its own key is just reading its own session.
+    let (status, _, _) = request(
+        base,
+        "GET",
+        "/v1/sessions/a-1?key=team-a",
+        Some(KEY_A),
+        None,
+    );
+    assert_eq!(status, 200);
+    // The operator also scrapes metrics.
+    assert_eq!(
+        request(base, "GET", "/metrics", Some(KEY_OPERATOR), None).0,
+        200
     );
 }

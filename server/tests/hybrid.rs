@@ -12,6 +12,8 @@ use stillweb_models::{Embedder, ExecutionProvider, load_embedder};
 use stillweb_server::{Args, app, prepare};
 use tower::ServiceExt;
 
+mod support;
+
 fn embedder_dir() -> Option<PathBuf> {
     let dir = stillweb_models::config::default_embedder_dir();
     stillweb_test_support::fetched(&dir.join("model.toml"), "models/fetch").then_some(dir)
@@ -93,7 +95,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
             json!({"query": "frozen river of compacted snow", "k": 2}).to_string(),
         ))
         .expect("request");
-    let response = app(state).oneshot(request).await.expect("response");
+    let response = app(state.clone()).oneshot(request).await.expect("response");
     assert_eq!(response.status(), StatusCode::OK);
     let body: Value = serde_json::from_slice(
         &axum::body::to_bytes(response.into_body(), 1 << 20)
@@ -102,6 +104,27 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
     )
     .expect("json");
     assert_eq!(body["results"][0]["title"], "Glacier", "{body}");
+
+    // Explained, every signal (the cosine too) recomposes the hybrid scores and order.
+    for query in [
+        "frozen river of compacted snow",
+        "wooden instrument with strings",
+    ] {
+        let (status, explained) = support::call(
+            &state,
+            "POST",
+            "/v1/search",
+            Some(json!({"query": query, "k": 5, "explain": true})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        support::assert_explained(&explained);
+        assert!(
+            explained["results"][0]["explain"]["chunk_cosine"].is_number(),
+            "{explained}"
+        );
+        assert!(explained["explain"]["weights"]["dense_chunk"].as_f64() > Some(0.0));
+    }
 }
 
 #[test]

@@ -146,6 +146,12 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
             !got["results"].as_array().expect("results").is_empty() || query.contains("-Brno"),
             "{query}: no results"
         );
+        // Explained, the coordinator's numbers are the single index's.
+        let body = json!({"query": query, "k": 10, "explain": true});
+        let (_, got) = post(coordinator, "/v1/search", body.clone());
+        let (_, want) = post(&single.url, "/v1/search", body);
+        assert_eq!(got["results"], want["results"], "{query} explained");
+        assert_eq!(got["explain"], want["explain"], "{query} explained");
     }
     assert!(relaxed >= 1, "the phrase no page has is relaxed");
 
@@ -190,12 +196,28 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
         json!({"url": url, "session": "single"}),
     );
     assert_eq!(page, want);
+    // With its chunks: the same spans from the shard that holds the page.
+    let (_, chunked) = post(
+        coordinator,
+        "/v1/visit",
+        json!({"url": url, "session": "episode-1", "chunks": true}),
+    );
+    let (_, want) = post(
+        &single.url,
+        "/v1/visit",
+        json!({"url": url, "session": "single", "chunks": true}),
+    );
+    assert!(
+        chunked["chunks"].as_array().is_some_and(|c| c.len() > 1),
+        "{chunked}"
+    );
+    assert_eq!(chunked["chunks"], want["chunks"]);
     // The transcript is the coordinator's: a session begins with its first search (the
-    // refused visits before it were to no session), then the visit.
+    // refused visits before it were to no session), then the two visits.
     let (status, transcript) = get(coordinator, "/v1/sessions/episode-1");
     assert_eq!(status, 200, "{transcript}");
     let events = transcript["events"].as_array().expect("events");
-    assert_eq!(events.len(), 2, "{transcript}");
+    assert_eq!(events.len(), 3, "{transcript}");
     assert_eq!(events[1]["outcome"], "ok", "{transcript}");
 }
 

@@ -32,6 +32,10 @@ pub struct StoredDoc {
     pub title: String,
     pub date: String,
     pub text: String,
+    /// Its chunks' byte spans in `text`, in order (filled for a visit, [`SearchIndex::doc_by_url`];
+    /// empty elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<[u32; 2]>,
 }
 
 /// A read-only index: cheap to share between threads (`Arc<SearchIndex>`).
@@ -305,10 +309,35 @@ impl SearchIndex {
             IndexRecordOption::Basic,
         );
         let top = searcher.search(&query, &TopDocs::with_limit(1).order_by_score())?;
-        match top.first() {
-            Some((_, address)) => Ok(Some(self.stored_doc(&searcher, *address)?)),
-            None => Ok(None),
+        let Some((_, address)) = top.first() else {
+            return Ok(None);
+        };
+        let mut doc = self.stored_doc(&searcher, *address)?;
+        if let Some(local) = self.global_ords.local(doc.ord) {
+            doc.chunks = self.chunk_spans(local);
         }
+        Ok(Some(doc))
+    }
+
+    /// The byte spans of document `local`'s (this index's ordinal) chunks in its body, in order.
+    fn chunk_spans(&self, local: u64) -> Vec<[u32; 2]> {
+        let Some(first) = self.chunk_offsets.get(local as usize).copied() else {
+            return Vec::new();
+        };
+        let last = self
+            .chunk_offsets
+            .get(local as usize + 1)
+            .copied()
+            .unwrap_or(first);
+        (first..last)
+            .filter_map(|id| self.chunk_span(id))
+            .map(|(_, span)| {
+                [
+                    u32::try_from(span.start).unwrap_or(u32::MAX),
+                    u32::try_from(span.end).unwrap_or(u32::MAX),
+                ]
+            })
+            .collect()
     }
 
     /// Chunk `id`'s page (local ordinal) and its byte span in that page's body.
@@ -386,6 +415,7 @@ impl SearchIndex {
             title: text(f.title),
             date: text(f.date),
             text: text(f.body),
+            chunks: Vec::new(),
         })
     }
 }

@@ -23,6 +23,7 @@
 
 pub mod candidates;
 pub mod chunks;
+pub mod explain;
 pub mod fetch;
 pub mod filter;
 pub mod rank;
@@ -139,6 +140,9 @@ pub struct SearchParams {
     /// in their fused order, at most [`CHUNKS_PER_DOCUMENT`] from each.
     #[serde(default)]
     pub rerank_pool: usize,
+    /// Explain each result's rank ([`explain::Explained`] in the results).
+    #[serde(default)]
+    pub explain: bool,
 }
 
 /// A rerank pool takes at most this many chunks from one document, so that it covers many
@@ -154,6 +158,7 @@ impl Default for SearchParams {
             fusion: Fusion::Weighted,
             weights: Mode::Bm25.weights(),
             rerank_pool: 0,
+            explain: false,
         }
     }
 }
@@ -167,6 +172,9 @@ pub struct SearchResults {
     /// Where the time went, for timing headers and metrics.
     #[serde(skip)]
     pub timings: StageTimings,
+    /// With `SearchParams::explain`: the numbers behind each hit's rank, in hit order.
+    #[serde(skip)]
+    pub explained: Option<explain::Explained>,
 }
 
 /// Time spent in each stage of one search.

@@ -143,7 +143,7 @@ pub fn apply_rerank(ranked: Vec<Ranked>, pool: &[PoolEntry], scores: &[f32]) -> 
     reranked.into_iter().map(|(_, r)| r).chain(rest).collect()
 }
 
-fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
+pub(crate) fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
     values
         .filter(|v| v.is_finite())
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| {
@@ -152,7 +152,7 @@ fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
 }
 
 /// A signal scaled to [0, 1] over the pool; a chunk without the signal gets 0.
-fn normalized(value: Option<f32>, (lo, hi): (f32, f32)) -> f32 {
+pub(crate) fn normalized(value: Option<f32>, (lo, hi): (f32, f32)) -> f32 {
     match value {
         Some(v) if v.is_finite() && hi > lo => (v - lo) / (hi - lo),
         Some(v) if v.is_finite() => 1.0,

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
 
+use super::explain::explain;
 use super::fetch::Pages;
 use super::rank::{apply_rerank, rank, rerank_pool};
 use super::{SearchParams, SearchResults, lap};
@@ -119,6 +120,8 @@ impl Retriever {
             params.fusion,
         );
         results.timings.chunks = lap(&mut clock);
+        let fused = params.explain.then(|| ranking.clone());
+        let (mut pool_used, mut pool_scores) = (Vec::new(), Vec::new());
 
         let mut pages = Pages::default();
         if let Some(reranker) = self.reranker.as_ref().filter(|_| params.rerank_pool > 0) {
@@ -137,11 +140,23 @@ impl Retriever {
                     .rerank(&query.text, passages)
                     .map_err(|e| IndexError::Model(e.to_string()))?;
                 ranking.ranked = apply_rerank(ranking.ranked, &pool, &scores);
+                (pool_used, pool_scores) = (pool, scores);
             }
         }
         results.timings.rerank = lap(&mut clock);
 
         ranking.ranked.truncate(params.k);
+        if let Some(fused) = &fused {
+            results.explained = Some(explain(
+                &ranking.ranked,
+                &candidates,
+                &chunks,
+                fused,
+                (&pool_used, &pool_scores),
+                params.weights,
+                params.fusion,
+            ));
+        }
         self.index.fetch(
             ranking.ranked.iter().map(|r| r.doc),
             ranking.ranked.iter().filter_map(|r| r.chunk),

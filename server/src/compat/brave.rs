@@ -86,6 +86,8 @@ async fn run(
             k: Some((start + count).min(MAX_K)),
             rerank: None,
             rerank_pool: None,
+            explain: false,
+            mode: None,
         };
         answer(state, session.as_ref(), query).await?.hits
     };

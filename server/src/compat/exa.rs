@@ -72,6 +72,8 @@ pub async fn search(
             k: Some(clamp_count(request.num_results, 10)),
             rerank: None,
             rerank_pool: None,
+            explain: false,
+            mode: None,
         };
         let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer

@@ -217,6 +217,8 @@ async fn web_search(state: &AppState, session: Option<&SessionId>, arguments: &V
         k: arguments.get("k").and_then(Value::as_i64),
         rerank: None,
         rerank_pool: None,
+        explain: false,
+        mode: None,
     };
     match answer(state, session, request).await {
         Ok(answer) => {

@@ -76,6 +76,8 @@ async fn run(
             k: Some(k),
             rerank: None,
             rerank_pool: None,
+            explain: false,
+            mode: None,
         })
         .collect();
     let answers = answer_many(state, session.as_ref(), queries).await?;

@@ -117,6 +117,8 @@ async fn run(
             k: Some(k),
             rerank: None,
             rerank_pool: None,
+            explain: false,
+            mode: None,
         };
         answer(state, session.as_ref(), query).await?.hits
     };

@@ -70,6 +70,8 @@ pub async fn search(
             k: Some(clamp_count(request.max_results, 5)),
             rerank: None,
             rerank_pool: None,
+            explain: false,
+            mode: None,
         };
         let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer

@@ -122,6 +122,14 @@ impl SessionSources {
 
     /// `id` (validated) in the caller's namespace.
     pub fn session(&self, id: &str) -> SessionId {
-        SessionId::new(self.caller.as_ref().unwrap_or(&Caller::open()), id)
+        SessionId::new(self.caller(), id)
+    }
+
+    /// Who sent the request (the open namespace when the server takes no keys).
+    pub fn caller(&self) -> &Caller {
+        static OPEN: std::sync::OnceLock<Caller> = std::sync::OnceLock::new();
+        self.caller
+            .as_ref()
+            .unwrap_or_else(|| OPEN.get_or_init(Caller::open))
     }
 }

@@ -281,6 +281,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         },
         "sessions": state.sessions.describe(),
         "api_keys": state.config.api_keys.as_ref().map(|keys| json!({"keys": keys.len()})),
+        "gold": state.config.gold.as_ref().map(|gold| json!({"items": gold.len()})),
         "caches": {
             "results": {"capacity": config.result_cache_entries, "entries": state.results.len()},
             "embeddings": {"capacity": config.embedding_cache_entries, "entries": state.embeddings.len()},

@@ -1,5 +1,6 @@
 //! `POST /v1/search`: web_search.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Json;
@@ -7,6 +8,7 @@ use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use stillweb_index::search::explain::{ExplainContext, Explanation};
 
 use super::{ApiJson, SessionSources};
 use crate::error::ApiError;
@@ -28,6 +30,12 @@ pub struct SearchRequest {
     /// Chunks to rerank (default: the server's --rerank-pool).
     #[serde(default)]
     pub rerank_pool: Option<i64>,
+    /// Return the numbers behind each result's rank.
+    #[serde(default)]
+    pub explain: bool,
+    /// `bm25`, `dense` or `hybrid` for this query (default: the server's `--mode`).
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -39,6 +47,9 @@ pub struct SearchResult {
     pub snippet: String,
     /// The ranking score: comparable within one response only.
     pub score: f32,
+    /// With `"explain": true`: how the score came about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,6 +61,9 @@ pub struct SearchResponse {
     pub reranked: bool,
     /// Build id of the index that answered.
     pub index: String,
+    /// With `"explain": true`: the weights, the fusion and each signal's normalisation range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainContext>,
 }
 
 pub async fn search(
@@ -63,6 +77,8 @@ pub async fn search(
         k: request.k,
         rerank: request.rerank,
         rerank_pool: request.rerank_pool,
+        explain: request.explain,
+        mode: request.mode,
     };
     let answer = service::answer(&state, session.as_ref(), query).await?;
     let timing = server_timing(&answer.timing);
@@ -75,6 +91,13 @@ pub async fn search(
 
 /// The native response to one answered query.
 pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
+    let (context, mut explanations) = match answer.explained {
+        Some(e) => (
+            Some(e.context),
+            e.results.into_iter().map(|x| (x.doc, x)).collect(),
+        ),
+        None => (None, HashMap::new()),
+    };
     SearchResponse {
         results: answer
             .hits
@@ -82,6 +105,7 @@ pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
             .enumerate()
             .map(|(i, h)| SearchResult {
                 rank: i + 1,
+                explain: explanations.remove(&h.ord),
                 title: h.title,
                 url: h.url,
                 date: h.date,
@@ -92,6 +116,7 @@ pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
         relaxed: answer.relaxed,
         reranked: answer.reranked,
         index: state.build_id().to_string(),
+        explain: context,
     }
 }
 

@@ -15,6 +15,9 @@ pub struct VisitRequest {
     pub url: String,
     #[serde(default)]
     pub session: Option<String>,
+    /// Also return the page's chunk spans (`chunks`).
+    #[serde(default)]
+    pub chunks: bool,
 }
 
 pub async fn visit(
@@ -29,7 +32,10 @@ pub async fn visit(
              header `X-Session-Id` or path prefix `/s/{session}`)",
         ));
     };
-    service::visit(&state, &session, &request.url)
-        .await
-        .map(Json)
+    let page = service::visit(&state, &session, &request.url).await?;
+    Ok(Json(if request.chunks {
+        page.with_chunks()
+    } else {
+        page
+    }))
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use stillweb_corpus::url_norm::normalize_url;
-use stillweb_index::search::StageTimings;
+use stillweb_index::search::{Mode, StageTimings};
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
@@ -34,6 +34,12 @@ pub struct Query {
     pub rerank: Option<bool>,
     #[serde(default)]
     pub rerank_pool: Option<i64>,
+    /// Explain each result's rank.
+    #[serde(default)]
+    pub explain: bool,
+    /// `bm25`, `dense` or `hybrid` for this query instead of the server's `--mode`.
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 /// A search's ranked pages, before any API's response shape is applied.
@@ -46,6 +52,8 @@ pub struct Answer {
     pub reranked: bool,
     /// Where the time went (the native endpoint sends it as `Server-Timing`).
     pub timing: Timing,
+    /// With `explain`: the numbers behind each hit's rank, in hit order.
+    pub explained: Option<stillweb_index::search::explain::Explained>,
 }
 
 /// Most operators (phrases, `site:`, `-term`, each `OR` alternative) one query may hold: each is
@@ -88,11 +96,15 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
             "`query` has {operators} operators (phrases, site:, -term); the limit is {MAX_QUERY_OPERATORS}"
         )));
     }
-    let params = SearchParams {
+    let mut params = SearchParams {
         k: usize::try_from(k).unwrap_or(1),
         rerank_pool: rerank_pool(state, request.rerank, request.rerank_pool)?,
+        explain: request.explain,
         ..state.config.search.clone()
     };
+    if let Some(mode) = &request.mode {
+        params.weights = query_mode(state, mode)?.weights();
+    }
     let reranked = params.rerank_pool > 0;
     let started = Instant::now();
     let timed = run_search(state, parsed, params).await?;
@@ -101,14 +113,39 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
         cached: timed.cached,
         total: started.elapsed(),
     };
-    let SearchResults { hits, relaxed, .. } = timed.results;
+    let SearchResults {
+        hits,
+        relaxed,
+        explained,
+        ..
+    } = timed.results;
     Ok(Answer {
         query,
         hits,
         relaxed,
         reranked,
         timing,
+        explained,
     })
+}
+
+/// A query's own retrieval mode: one the server can run (dense and hybrid need its query
+/// embedder, which it loads when its `--mode` uses vectors).
+fn query_mode(state: &AppState, mode: &str) -> Result<Mode, ApiError> {
+    let parsed: Mode = mode
+        .parse()
+        .map_err(|e: String| ApiError::invalid(format!("`mode`: {e}")))?;
+    match parsed {
+        Mode::Rerank => Err(ApiError::invalid(
+            "`mode` is bm25, dense or hybrid; reranking is `\"rerank\": true`",
+        )),
+        m if m.uses_dense() && state.backend.embedder_id().is_none() => {
+            Err(ApiError::invalid(format!(
+                "`mode` {mode} needs vectors, and this server runs BM25 only (an index built with --no-dense, or --mode bm25)"
+            )))
+        }
+        m => Ok(m),
+    }
 }
 
 /// Writes `answer` to `session`'s transcript and makes its results visitable there; fails
@@ -128,6 +165,12 @@ pub async fn record(
         .sessions
         .record_search(session, &answer.query, &shown)
         .await?;
+    if let Some(gold) = &state.config.gold {
+        let urls: Vec<String> = answer.hits.iter().map(|h| h.url.clone()).collect();
+        if gold.note_shown(&session.member(), &urls) {
+            state.metrics.gold("surfaced");
+        }
+    }
     Ok(())
 }
 

@@ -18,6 +18,35 @@ pub struct Page {
     pub url: String,
     pub date: String,
     pub text: String,
+    /// Its chunks as `[start, end)` offsets in `text`, counted in Unicode code points (sent only
+    /// when a native visit asks with `"chunks": true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Vec<[usize; 2]>>,
+    /// The chunks' byte spans, as the index stores them.
+    #[serde(skip)]
+    pub chunk_bytes: Vec<[u32; 2]>,
+}
+
+impl Page {
+    /// The page with its chunk spans in code points (what JavaScript's `Array.from(text)`
+    /// indexes).
+    pub fn with_chunks(mut self) -> Page {
+        let mut byte_to_char = vec![0usize; self.text.len() + 1];
+        let mut chars = 0;
+        for (i, (at, _)) in self.text.char_indices().enumerate() {
+            byte_to_char[at] = i;
+            chars = i + 1;
+        }
+        byte_to_char[self.text.len()] = chars;
+        let point = |byte: u32| byte_to_char.get(byte as usize).copied().unwrap_or(chars);
+        self.chunks = Some(
+            self.chunk_bytes
+                .iter()
+                .map(|&[start, end]| [point(start), point(end)])
+                .collect(),
+        );
+        self
+    }
 }
 
 /// [`page`], with the attempt and its outcome (`ok` or the error code) written to the
@@ -32,6 +61,11 @@ pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<P
     };
     // Fail closed: a visit the transcript cannot show is not answered either.
     state.sessions.record_visit(session, url, &outcome).await?;
+    if let (Ok(_), Some(gold)) = (&result, &state.config.gold)
+        && gold.note_visited(&session.member(), url)
+    {
+        state.metrics.gold("visited");
+    }
     result
 }
 
@@ -68,6 +102,8 @@ async fn page(state: &AppState, session: &SessionId, url: &str) -> Result<Page, 
         url: doc.url,
         date: doc.date,
         text: doc.text,
+        chunks: None,
+        chunk_bytes: doc.chunks,
     })
 }
 

@@ -196,6 +196,25 @@ impl MemorySessions {
             .is_some_and(|s| s.seen.contains(url))
     }
 
+    /// The most recently used sessions alive at `now` whose member starts with `prefix`
+    /// (`NAMESPACE/`), newest first, at most `limit`, with when each was last used.
+    pub fn recent(&self, prefix: &str, limit: usize, now: Instant) -> Vec<(String, SystemTime)> {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        let wall = SystemTime::now();
+        inner
+            .lru
+            .iter()
+            .rev()
+            .filter(|(_, member)| member.starts_with(prefix))
+            .take(limit)
+            .filter_map(|(_, member)| {
+                let idle = now.saturating_duration_since(inner.sessions.get(member)?.last_used);
+                Some((member.clone(), wall - idle))
+            })
+            .collect()
+    }
+
     /// Sessions alive at `now`.
     pub fn active(&self, now: Instant) -> usize {
         let mut inner = self.lock();

@@ -63,6 +63,14 @@ impl std::fmt::Display for SessionId {
     }
 }
 
+/// A live session, as `GET /v1/sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub namespace: String,
+    pub session: String,
+    pub last_used: String,
+}
+
 /// Where sessions live.
 #[derive(Debug)]
 pub enum Sessions {
@@ -137,6 +145,32 @@ impl Sessions {
             Sessions::Memory(m) => Ok(m.end(&session, Instant::now())),
             Sessions::Redis(r) => r.end(&session).await,
         }
+    }
+
+    /// The most recently used live sessions of `namespace` (of every namespace: `None`),
+    /// newest first, at most `limit`: each one's namespace, id and when it was last used
+    /// (RFC 3339).
+    pub async fn recent(
+        &self,
+        namespace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Listed>, Unavailable> {
+        let prefix = namespace.map(|n| format!("{n}/")).unwrap_or_default();
+        let found = match self {
+            Sessions::Memory(m) => m.recent(&prefix, limit, Instant::now()),
+            Sessions::Redis(r) => r.recent(&prefix, limit).await?,
+        };
+        Ok(found
+            .into_iter()
+            .filter_map(|(member, at)| {
+                let (namespace, id) = member.split_once('/')?;
+                Some(Listed {
+                    namespace: namespace.to_string(),
+                    session: id.to_string(),
+                    last_used: rfc3339(at),
+                })
+            })
+            .collect())
     }
 
     /// Sessions alive now.

@@ -375,6 +375,35 @@ impl RedisSessions {
         Ok(deleted > 0)
     }
 
+    /// The most recently used live sessions whose member starts with `prefix` (`NAMESPACE/`),
+    /// newest first, at most `limit`, with when each was last used. Reads at most the 10,000
+    /// most recent of all namespaces.
+    pub async fn recent(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, SystemTime)>, Unavailable> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZREVRANGEBYSCORE")
+            .arg(self.active_key())
+            .arg("+inf")
+            .arg(now_us().saturating_sub(self.ttl_us()))
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(10_000);
+        let (members,): (Vec<(String, f64)>,) = self.run(&pipe).await?;
+        Ok(members
+            .into_iter()
+            .filter(|(member, _)| member.starts_with(prefix))
+            .take(limit)
+            .map(|(member, us)| {
+                let at = SystemTime::UNIX_EPOCH + Duration::from_micros(us.max(0.0) as u64);
+                (member, at)
+            })
+            .collect())
+    }
+
     pub async fn active(&self) -> Result<usize, Unavailable> {
         let mut pipe = redis::pipe();
         pipe.cmd("ZCOUNT")

@@ -13,6 +13,7 @@ use anyhow::Context;
 use futures_util::future::join_all;
 use serde::Deserialize;
 use stillweb_index::dense::DenseManifest;
+use stillweb_index::search::explain::explain;
 use stillweb_index::search::rank::{Ranked, apply_rerank, rank, rerank_pool};
 use stillweb_index::search::{Candidates, ChunkScore, FilterCounts, PreparedQuery, lap};
 use stillweb_index::shard::{ShardManifest, shard_of};
@@ -256,6 +257,8 @@ impl Coordinator {
             params.fusion,
         );
         results.timings.chunks = lap(&mut clock);
+        let fused = params.explain.then(|| ranking.clone());
+        let (mut pool_used, mut pool_scores) = (Vec::new(), Vec::new());
 
         if let Some(reranker) = self.reranker.as_ref().filter(|_| params.rerank_pool > 0) {
             let pool_entries = rerank_pool(&ranking, params.rerank_pool);
@@ -292,11 +295,23 @@ impl Coordinator {
                     })
                     .await?;
                 ranking.ranked = apply_rerank(ranking.ranked, &entries, &scores);
+                (pool_used, pool_scores) = (entries, scores);
             }
         }
         results.timings.rerank = lap(&mut clock);
 
         ranking.ranked.truncate(params.k);
+        if let Some(fused) = &fused {
+            results.explained = Some(explain(
+                &ranking.ranked,
+                &candidates,
+                &chunks,
+                fused,
+                (&pool_used, &pool_scores),
+                params.weights,
+                params.fusion,
+            ));
+        }
         let ranked_by_shard: Vec<Vec<Ranked>> =
             self.by_shard(ranking.ranked.iter().copied(), |r| r.doc, &owners);
         let hits: Vec<Vec<Hit>> = self

@@ -169,3 +169,84 @@ pub fn episodes_surviving(
     assert_eq!(report["episodes"]["failed"], 0, "{report:#}");
     report
 }
+
+/// Checks a `/v1/search` answer given with `"explain": true`: every normalised signal is its raw
+/// value mapped by the context's range, the chunk score and the fused score recompose from the
+/// parts with the context's weights, each result's score is its reranker score (reranked) or
+/// its fused score, and the results are in score order.
+pub fn assert_explained(body: &Value) {
+    let ctx = &body["explain"];
+    assert!(ctx.is_object(), "no explain context: {body}");
+    let f = |v: &Value| v.as_f64();
+    let weight = |name: &str| f(&ctx["weights"][name]).expect("weight");
+    let norm = |value: Option<f64>, range: &Value| -> f64 {
+        match (value, f(&range[0]), f(&range[1])) {
+            (Some(v), Some(lo), Some(hi)) if hi > lo => (v - lo) / (hi - lo),
+            (Some(_), _, _) => 1.0,
+            (None, _, _) => 0.0,
+        }
+    };
+    let close = |a: f64, b: f64, what: &str| {
+        assert!((a - b).abs() < 1e-4, "{what}: {a} vs {b} in {body}");
+    };
+    let reranked = ctx["reranked"].as_bool().expect("reranked");
+    let results = body["results"].as_array().expect("results");
+    assert!(!results.is_empty(), "{body}");
+    let mut previous = f64::INFINITY;
+    let mut previous_fused_rank = 0;
+    for r in results {
+        let e = &r["explain"];
+        assert!(e.is_object(), "a result without its explanation: {r}");
+        let value = |k: &str| f(&e[k]);
+        for (raw, normalised, range) in [
+            ("chunk_bm25", "chunk_bm25_normalized", "chunk_bm25_range"),
+            (
+                "chunk_cosine",
+                "chunk_cosine_normalized",
+                "chunk_cosine_range",
+            ),
+            ("doc_bm25", "doc_bm25_normalized", "doc_bm25_range"),
+            ("chunk_score", "chunk_score_normalized", "chunk_score_range"),
+        ] {
+            close(
+                norm(value(raw), &ctx[range]),
+                value(normalised).expect("normalised"),
+                normalised,
+            );
+        }
+        close(
+            weight("bm25_chunk") * value("chunk_bm25_normalized").unwrap_or(0.0)
+                + weight("dense_chunk") * value("chunk_cosine_normalized").unwrap_or(0.0),
+            value("chunk_score").expect("chunk score"),
+            "chunk_score",
+        );
+        if ctx["fusion"]["method"] == "weighted" {
+            close(
+                value("chunk_score_normalized").expect("normalised")
+                    + weight("bm25_doc") * value("doc_bm25_normalized").expect("doc"),
+                value("fused_score").expect("fused"),
+                "fused_score",
+            );
+        }
+        let score = f(&r["score"]).expect("score");
+        let expected = match (reranked, value("rerank_score")) {
+            (true, Some(s)) => s,
+            (true, None) => 0.0,
+            (false, _) => value("fused_score").expect("fused"),
+        };
+        close(score, expected, "score");
+        assert!(
+            score <= previous + 1e-6,
+            "results out of score order: {body}"
+        );
+        previous = score;
+        let fused_rank = e["fused_rank"].as_u64().expect("fused rank");
+        if !reranked {
+            assert!(
+                fused_rank > previous_fused_rank,
+                "fused ranks out of order: {body}"
+            );
+        }
+        previous_fused_rank = fused_rank;
+    }
+}
