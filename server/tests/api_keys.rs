@@ -14,7 +14,7 @@ use stillweb_server::ROUTES;
 use stillweb_server::compat::dialect::Dialect;
 use stillweb_server::error::ErrorCode;
 use stillweb_test_support::Redis;
-use support::{Server, agent, client_python, repo, samples_index, spawn_server};
+use support::{Server, agent, client_python, samples_index, spawn_server};
 
 const KEY_A: &str = "key-a-0123456789abcdef";
 const KEY_B: &str = "key-b-0123456789abcdef";
@@ -317,37 +317,20 @@ fn real_client_libraries_send_their_keys() {
         return;
     };
     let (server, _keys) = keyed_server(index, false, &[]);
-    let output = Command::new(&python)
-        .arg(repo().join("server/tests/clients/keyed_clients.py"))
-        .args([&server.url, KEY_A, KEY_B, KEY_SLOW])
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("{stdout}{stderr}");
-    assert!(
-        output.status.success(),
-        "client checks failed:\n{stdout}\n{stderr}"
+    support::client_checks_pass(
+        &python,
+        "keyed_clients.py",
+        &[&server.url, KEY_A, KEY_B, KEY_SLOW],
     );
-    assert!(stdout.contains("checks passed"), "{stdout}");
 }
 
 #[test]
 fn a_bad_key_file_stops_the_server_with_what_to_fix() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("keys.toml");
-    std::fs::write(&path, "[[key]]\nname = \"a\"\nkey = \"short\"\n").expect("write");
-    let output = Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args([
-            "--index",
-            "/nonexistent",
-            "--api-keys",
-            path.to_str().expect("path"),
-        ])
-        .output()
-        .expect("run");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = support::refused_at_start(
+        "--api-keys",
+        "keys.toml",
+        "[[key]]\nname = \"a\"\nkey = \"short\"\n",
+    );
     assert!(
         stderr.contains("keys.toml") && stderr.contains("openssl rand"),
         "{stderr}"

@@ -15,21 +15,8 @@ fn real_client_libraries_and_documented_requests() {
     let Some(python) = client_python() else {
         return;
     };
-    let _server = spawn_server(index, &[]);
-    let base = _server.url.clone();
-    let output = Command::new(&python)
-        .arg(repo().join("server/tests/clients/compat_clients.py"))
-        .arg(&base)
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("{stdout}{stderr}");
-    assert!(
-        output.status.success(),
-        "client checks failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("checks passed"), "{stdout}");
+    let server = spawn_server(index, &[]);
+    support::client_checks_pass(&python, "compat_clients.py", &[&server.url]);
 }
 
 /// schemathesis generates requests from `openapi.yaml` (valid and invalid) and checks every

@@ -161,20 +161,7 @@ async fn transcripts_say_when_the_gold_page_surfaced_and_labels_change_no_respon
 
 #[test]
 fn a_bad_labels_file_stops_the_server_with_the_line() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("items.jsonl");
-    std::fs::write(&path, "{\"id\": \"q1\"}\n").expect("write");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
-        .args([
-            "--index",
-            "/nonexistent",
-            "--gold",
-            path.to_str().expect("path"),
-        ])
-        .output()
-        .expect("run");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = support::refused_at_start("--gold", "items.jsonl", "{\"id\": \"q1\"}\n");
     assert!(
         stderr.contains("items.jsonl") && stderr.contains("line 1"),
         "{stderr}"

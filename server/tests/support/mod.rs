@@ -250,3 +250,40 @@ pub fn assert_explained(body: &Value) {
         previous_fused_rank = fused_rank;
     }
 }
+
+/// Runs the client-library script `script` (in `tests/clients/`) with `python` and `args`, and
+/// asserts that it passed every check (it prints "N checks passed").
+pub fn client_checks_pass(python: &Path, script: &str, args: &[&str]) {
+    let output = std::process::Command::new(python)
+        .arg(repo().join("server/tests/clients").join(script))
+        .args(args)
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}{stderr}");
+    assert!(
+        output.status.success(),
+        "{script} failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("checks passed"), "{stdout}");
+}
+
+/// Starts the server binary with `flag FILE`, FILE holding `contents`, and returns what it said
+/// on stderr, having asserted that it refused to start.
+pub fn refused_at_start(flag: &str, file_name: &str, contents: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(file_name);
+    std::fs::write(&path, contents).expect("write");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stillweb-server"))
+        .args([
+            "--index",
+            "/nonexistent",
+            flag,
+            path.to_str().expect("path"),
+        ])
+        .output()
+        .expect("run");
+    assert!(!output.status.success(), "started with a bad {flag} file");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
