@@ -65,6 +65,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/jina/{url}"),
     ("POST", "/mcp"),
     ("DELETE", "/mcp"),
+    ("POST", "/rerank"),
     ("GET", "/metrics"),
     ("GET", "/info"),
     ("GET", "/ui"),
@@ -121,6 +122,7 @@ pub fn app(state: AppState) -> Router {
         .merge(ui::routes())
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .route("/rerank", post(routes::rerank::rerank))
         .route("/metrics", get(routes::ops::metrics))
         .route("/info", get(routes::ops::info))
         .route_layer(middleware::from_fn_with_state(

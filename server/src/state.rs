@@ -64,6 +64,14 @@ impl Backend {
             Backend::Shards(c) => c.reranker_id(),
         }
     }
+
+    /// The reranker that reranks this server's searches, if it has one.
+    pub fn reranker(&self) -> Option<&stillweb_models::worker::RerankWorker> {
+        match self {
+            Backend::Index(r) => r.reranker(),
+            Backend::Shards(c) => c.reranker(),
+        }
+    }
 }
 
 impl AppState {

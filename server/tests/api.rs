@@ -938,3 +938,73 @@ async fn explained_reranked_scores_are_the_rerankers() {
     );
     support::assert_explained(&body);
 }
+
+/// `POST /rerank` in text-embeddings-inference's shape: every text once, best first, with the
+/// scores the reranker gives the same pairs when called directly; refused without a reranker.
+#[tokio::test]
+async fn rerank_answers_in_the_tei_shape_with_the_models_scores() {
+    let Some(index) = samples_index() else { return };
+    let Some(fixture) = qwen3_fixture() else {
+        return;
+    };
+    let s = state(index, &["--reranker", fixture.to_str().expect("path")]);
+    let texts = [
+        "Anarchism is a political philosophy.",
+        "The violin is a string instrument.",
+        "Anarchists oppose the state.",
+        "A glacier is a body of ice.",
+    ];
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/rerank",
+        Some(json!({"query": "what is anarchism", "texts": texts, "return_text": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ranked = body.as_array().expect("array");
+    assert_eq!(ranked.len(), texts.len());
+    let mut model =
+        stillweb_models::load_reranker(&fixture, stillweb_models::ExecutionProvider::Cpu, 1)
+            .expect("fixture");
+    let direct = model.score("what is anarchism", &texts).expect("score");
+    let mut seen = vec![false; texts.len()];
+    let mut previous = f64::INFINITY;
+    for r in ranked {
+        let i = usize::try_from(r["index"].as_u64().expect("index")).expect("index");
+        assert!(!seen[i], "index {i} twice: {body}");
+        seen[i] = true;
+        let score = r["score"].as_f64().expect("score");
+        assert!(score <= previous, "not best first: {body}");
+        previous = score;
+        assert!(
+            (score - f64::from(direct[i])).abs() < 1e-6,
+            "{score} vs {}",
+            direct[i]
+        );
+        assert_eq!(r["text"], texts[i]);
+    }
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/rerank",
+        Some(json!({"query": "q", "texts": vec!["t"; 101]})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+    );
+    let plain = state(index, &[]);
+    let (status, body) = call(
+        &plain,
+        "POST",
+        "/rerank",
+        Some(json!({"query": "q", "texts": ["t"]})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "rerank_unavailable")
+    );
+}

@@ -48,6 +48,11 @@ impl Retriever {
         self.embedder.as_ref().map(EmbedWorker::model_id)
     }
 
+    /// The reranker, if the retriever has one.
+    pub fn reranker(&self) -> Option<&RerankWorker> {
+        self.reranker.as_ref()
+    }
+
     /// The reranker's model id, if the retriever has one.
     pub fn reranker_id(&self) -> Option<&str> {
         self.reranker.as_ref().map(|r| r.model_id())

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod health;
 pub mod ops;
+pub mod rerank;
 pub mod search;
 pub mod sessions;
 pub mod visit;

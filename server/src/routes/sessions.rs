@@ -36,7 +36,6 @@ fn id_param(params: &RawPathParams) -> String {
 /// Most sessions one listing returns.
 const MAX_LISTED: usize = 1000;
 
-/// `GET /v1/sessions`: the caller's live sessions, most recently used first.
 /// `GET /v1/sessions`: the caller's live sessions, most recently used first; an operator key's
 /// listing holds every key's, each with its `key`.
 pub async fn list(

@@ -125,3 +125,25 @@ pub async fn visit_many(
     }
     pages
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Page;
+
+    #[test]
+    fn chunk_spans_are_counted_in_code_points() {
+        let text = "Émile Zola. Ça va.".to_string();
+        let page = Page {
+            title: String::new(),
+            url: String::new(),
+            date: String::new(),
+            chunk_bytes: vec![[0, 12], [13, 20]],
+            chunks: None,
+            text,
+        }
+        .with_chunks();
+        assert_eq!(page.chunks, Some(vec![[0, 11], [12, 18]]));
+        let chars: Vec<char> = page.text.chars().collect();
+        assert_eq!(chars[12..18].iter().collect::<String>(), "Ça va.");
+    }
+}

@@ -179,6 +179,11 @@ impl Coordinator {
         self.embedder.as_ref().map(EmbedWorker::model_id)
     }
 
+    /// The reranker the coordinator runs, if any.
+    pub fn reranker(&self) -> Option<&RerankWorker> {
+        self.reranker.as_ref()
+    }
+
     pub fn reranker_id(&self) -> Option<&str> {
         self.reranker.as_ref().map(|r| r.model_id())
     }
