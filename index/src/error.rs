@@ -51,6 +51,9 @@ pub enum IndexError {
     Shards { path: PathBuf, reason: String },
     #[error("model: {0}")]
     Model(String),
+    /// The reranker is served elsewhere and none of its servers answered.
+    #[error("the reranker {0}")]
+    RerankUnavailable(String),
     #[error(
         "the index was built with {index_model} ({index_dimension}-d) but the loaded embedder is {model} ({dimension}-d); load the same model or rebuild the index"
     )]

@@ -46,6 +46,9 @@ pub enum ModelError {
     Output(String),
     #[error("the model worker has stopped")]
     WorkerGone,
+    /// A model served elsewhere (a rerank tier) could not be reached.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Turns texts into unit vectors of a fixed dimension. Synchronous: implementations own their

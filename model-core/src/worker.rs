@@ -221,9 +221,22 @@ pub struct RerankWorker {
 
 impl RerankWorker {
     pub fn spawn(reranker: Box<dyn Reranker>, name: &str, queue: usize) -> std::io::Result<Self> {
-        let model_id = reranker.model_id().to_string();
+        Self::spawn_copies(vec![reranker], name, queue)
+    }
+
+    /// Copies of one reranker on threads of their own, taking jobs from one queue (for a
+    /// reranker that waits on others, such as a remote tier, several calls in flight at once).
+    pub fn spawn_copies(
+        rerankers: Vec<Box<dyn Reranker>>,
+        name: &str,
+        queue: usize,
+    ) -> std::io::Result<Self> {
+        let model_id = rerankers
+            .first()
+            .map(|r| r.model_id().to_string())
+            .unwrap_or_default();
         Ok(RerankWorker {
-            worker: ModelWorker::spawn(reranker, name, queue)?,
+            worker: ModelWorker::spawn_copies(rerankers, name, queue)?,
             model_id,
         })
     }

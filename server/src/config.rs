@@ -142,8 +142,20 @@ pub struct Args {
     pub mode: Option<Mode>,
     /// Reranker directory (model.toml of kind cross-encoder or qwen3-reranker). With one, searches
     /// rerank their chunk pool unless a request says `"rerank": false`.
-    #[arg(long, env = "STILLWEB_RERANKER")]
+    #[arg(long, env = "STILLWEB_RERANKER", conflicts_with = "reranker_url")]
     pub reranker: Option<PathBuf>,
+    /// Rerank on other servers instead (a rerank tier): their `POST /rerank` (stillweb with
+    /// --reranker, text-embeddings-inference, vLLM), in turn, the next one on a failure.
+    #[arg(
+        long,
+        env = "STILLWEB_RERANKER_URL",
+        value_delimiter = ',',
+        value_name = "URL[,URL...]"
+    )]
+    pub reranker_url: Vec<String>,
+    /// Milliseconds one rerank call to the tier may take before the next URL is tried.
+    #[arg(long, env = "STILLWEB_RERANKER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub reranker_timeout_ms: u64,
     /// Chunks reranked per search by default (a request may ask for 1..=--max-rerank-pool).
     #[arg(long, env = "STILLWEB_RERANK_POOL", default_value_t = DEFAULT_RERANK_POOL)]
     pub rerank_pool: usize,
@@ -217,6 +229,9 @@ pub struct Config {
     pub mode: Option<Mode>,
     pub embedder: PathBuf,
     pub reranker: Option<PathBuf>,
+    /// A rerank tier's base URLs (`--reranker-url`), instead of `reranker`.
+    pub reranker_urls: Vec<String>,
+    pub reranker_timeout: Duration,
     pub max_rerank_pool: usize,
     pub max_k: i64,
     pub max_batch: usize,
@@ -270,8 +285,19 @@ impl Args {
                 self.max_rerank_pool, self.rerank_pool
             ));
         }
-        if self.mode == Some(Mode::Rerank) && self.reranker.is_none() {
-            return Err("--mode rerank needs --reranker DIR".into());
+        let reranks = self.reranker.is_some() || !self.reranker_url.is_empty();
+        if self.mode == Some(Mode::Rerank) && !reranks {
+            return Err("--mode rerank needs --reranker DIR or --reranker-url URL".into());
+        }
+        for url in &self.reranker_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "--reranker-url takes http(s) base URLs of rerank servers, got `{url}`"
+                ));
+            }
+        }
+        if self.reranker_timeout_ms == 0 {
+            return Err("--reranker-timeout-ms must be at least 1".into());
         }
         let source = match self.index {
             Some(index) => Source::Index(index),
@@ -367,11 +393,7 @@ impl Args {
             },
             search: SearchParams {
                 candidates: self.candidates,
-                rerank_pool: if self.reranker.is_some() {
-                    self.rerank_pool
-                } else {
-                    0
-                },
+                rerank_pool: if reranks { self.rerank_pool } else { 0 },
                 ..SearchParams::default()
             },
             mode: self.mode,
@@ -379,6 +401,12 @@ impl Args {
                 .embedder
                 .unwrap_or_else(stillweb_models::config::default_embedder_dir),
             reranker: self.reranker,
+            reranker_urls: self
+                .reranker_url
+                .iter()
+                .map(|u| u.trim_end_matches('/').to_string())
+                .collect(),
+            reranker_timeout: Duration::from_millis(self.reranker_timeout_ms),
             max_rerank_pool: self.max_rerank_pool,
             max_k: self.max_k,
             max_batch: self.max_batch.max(1),
@@ -426,6 +454,23 @@ mod tests {
         assert_eq!(validate(&[]).expect("ok").search.rerank_pool, 0);
         let with = validate(&["--reranker", "/models/r"]).expect("ok");
         assert_eq!(with.search.rerank_pool, 30);
+        // A tier instead of a local model.
+        let tier = validate(&["--reranker-url", "http://a:8080/,http://b:8080"]).expect("ok");
+        assert_eq!(tier.reranker_urls, ["http://a:8080", "http://b:8080"]);
+        assert_eq!(tier.search.rerank_pool, 30);
+        assert!(validate(&["--mode", "rerank", "--reranker-url", "http://a"]).is_ok());
+        let err = validate(&["--reranker-url", "a:8080"]).expect_err("no scheme");
+        assert!(err.contains("http(s) base URLs"), "{err}");
+        let both = Args::try_parse_from([
+            "s",
+            "--index",
+            "/i",
+            "--reranker",
+            "/r",
+            "--reranker-url",
+            "http://a",
+        ]);
+        assert!(both.is_err(), "--reranker and --reranker-url together");
     }
 
     #[test]

@@ -122,6 +122,15 @@ impl ApiError {
         ApiError::new(ErrorCode::InvalidRequest, message)
     }
 
+    /// The reranker is served by a tier (`--reranker-url`) and none of its servers answered.
+    pub fn rerank_unavailable(why: impl std::fmt::Display) -> ApiError {
+        tracing::warn!(error = %why, "rerank tier unavailable");
+        ApiError::new(
+            ErrorCode::RerankUnavailable,
+            format!("the reranker {why}; retry, or send \"rerank\": false"),
+        )
+    }
+
     /// Logs the cause and answers a generic message: internals stay out of responses.
     pub fn internal(cause: impl std::fmt::Display) -> ApiError {
         tracing::error!(error = %cause, "internal error");

@@ -13,6 +13,7 @@ pub mod gold;
 pub mod ids;
 pub mod metrics;
 mod pool;
+pub mod rerank_tier;
 pub mod routes;
 pub mod service;
 pub mod session;
@@ -276,6 +277,15 @@ fn load_query_embedder(config: &Config, mode: Mode) -> anyhow::Result<Option<Emb
 
 /// The reranker, if one is configured, on a model thread of its own.
 fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>> {
+    if !config.reranker_urls.is_empty() {
+        let tier = rerank_tier::connect(
+            &config.reranker_urls,
+            config.reranker_timeout,
+            Duration::from_secs(60),
+        )?;
+        info!(model = tier.model_id(), urls = ?config.reranker_urls, "reranking on a tier");
+        return Ok(Some(tier));
+    }
     let Some(dir) = &config.reranker else {
         return Ok(None);
     };

@@ -143,7 +143,12 @@ impl Retriever {
             if !pool.is_empty() {
                 let scores = reranker
                     .rerank(&query.text, passages)
-                    .map_err(|e| IndexError::Model(e.to_string()))?;
+                    .map_err(|e| match e {
+                        stillweb_model_core::ModelError::Unavailable(why) => {
+                            IndexError::RerankUnavailable(why)
+                        }
+                        e => IndexError::Model(e.to_string()),
+                    })?;
                 ranking.ranked = apply_rerank(ranking.ranked, &pool, &scores);
                 (pool_used, pool_scores) = (pool, scores);
             }

@@ -258,6 +258,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "models": {
             "embedder": state.backend.embedder_id(),
             "reranker": state.backend.reranker_id(),
+            "reranker_urls": config.reranker_urls,
             "execution_provider": config.provider.to_string(),
         },
         "search": {

@@ -281,7 +281,12 @@ async fn on_index(
             let embed = started.elapsed();
             let mut results = retriever
                 .search_embedded(&query, vector, &params)
-                .map_err(ApiError::internal)?;
+                .map_err(|e| match e {
+                    stillweb_index::IndexError::RerankUnavailable(why) => {
+                        ApiError::rerank_unavailable(why)
+                    }
+                    e => ApiError::internal(e),
+                })?;
             results.timings.embed = embed;
             Ok(results)
         })

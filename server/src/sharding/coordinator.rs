@@ -294,9 +294,12 @@ impl Coordinator {
                 let query = parsed.text.clone();
                 let scores = pool
                     .run(move || {
-                        reranker
-                            .rerank(&query, passages)
-                            .map_err(ApiError::internal)
+                        reranker.rerank(&query, passages).map_err(|e| match e {
+                            stillweb_models::ModelError::Unavailable(why) => {
+                                ApiError::rerank_unavailable(why)
+                            }
+                            e => ApiError::internal(e),
+                        })
                     })
                     .await?;
                 ranking.ranked = apply_rerank(ranking.ranked, &entries, &scores);
