@@ -192,42 +192,34 @@ impl Gold {
     /// The labels of `transcript`.
     pub fn label(&self, transcript: &Transcript) -> TranscriptLabels {
         let mut urls = std::collections::BTreeMap::new();
+        // Items in the order the session first touched them.
         let mut touched: Vec<usize> = Vec::new();
-        let mut touch = |item: usize| {
-            if !touched.contains(&item) {
+        for event in &transcript.events {
+            let (question, seen) = match event {
+                Event::Search { query, urls, .. } => (Some(query), urls.as_slice()),
+                Event::Visit { url, .. } => (None, std::slice::from_ref(url)),
+            };
+            if let Some(&item) = question.and_then(|q| self.by_question.get(&question_key(q))) {
                 touched.push(item);
             }
-        };
-        let mut label_url = |url: &str, touch: &mut dyn FnMut(usize)| {
-            let labels = self.labels(url);
-            for (item, _) in labels {
-                touch(*item);
-            }
-            if !labels.is_empty() {
-                urls.entry(url.to_string()).or_insert_with(|| {
-                    labels
-                        .iter()
-                        .map(|(item, role)| Label {
-                            item: self.items[*item].id.clone(),
-                            role: role.clone(),
-                        })
-                        .collect()
-                });
-            }
-        };
-        for event in &transcript.events {
-            match event {
-                Event::Search { query, urls, .. } => {
-                    if let Some(&item) = self.by_question.get(&question_key(query)) {
-                        touch(item);
-                    }
-                    for url in urls {
-                        label_url(url, &mut touch);
-                    }
+            for url in seen {
+                let labels = self.labels(url);
+                touched.extend(labels.iter().map(|(item, _)| *item));
+                if !labels.is_empty() {
+                    urls.entry(url.clone()).or_insert_with(|| {
+                        labels
+                            .iter()
+                            .map(|(item, role)| Label {
+                                item: self.items[*item].id.clone(),
+                                role: role.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                    });
                 }
-                Event::Visit { url, .. } => label_url(url, &mut touch),
             }
         }
+        let mut first = HashSet::new();
+        touched.retain(|item| first.insert(*item));
         let items = touched
             .into_iter()
             .map(|i| self.summary(i, transcript))

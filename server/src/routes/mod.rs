@@ -58,12 +58,13 @@ pub const SESSION_HEADER: &str = "x-session-id";
 
 /// The session as the URL path (`/s/{session}/...`) and the `X-Session-Id` header give it; a
 /// handler combines them with its body field through [`SessionSources::resolve`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionSources {
     path: Option<String>,
     header: Option<String>,
-    /// Whose namespace the session is in (set by `ops::observe` from the API key).
-    caller: Option<Caller>,
+    /// Whose namespace the session is in (set by `ops::observe` from the API key; the open
+    /// namespace on a route it does not observe).
+    caller: Caller,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
@@ -91,7 +92,11 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionSources {
         Ok(SessionSources {
             path,
             header,
-            caller: parts.extensions.get::<Caller>().cloned(),
+            caller: parts
+                .extensions
+                .get::<Caller>()
+                .cloned()
+                .unwrap_or_else(Caller::open),
         })
     }
 }
@@ -128,9 +133,6 @@ impl SessionSources {
 
     /// Who sent the request (the open namespace when the server takes no keys).
     pub fn caller(&self) -> &Caller {
-        static OPEN: std::sync::OnceLock<Caller> = std::sync::OnceLock::new();
-        self.caller
-            .as_ref()
-            .unwrap_or_else(|| OPEN.get_or_init(Caller::open))
+        &self.caller
     }
 }

@@ -138,17 +138,17 @@ async fn admit(
     let caller = match &state.config.api_keys {
         None => Caller::open(),
         Some(keys) => {
-            let dialect = Dialect::of(parts.uri.path());
+            let guard = Guard::of(route);
             match keys.authorize(
-                Guard::of(route),
-                dialect,
+                guard,
+                Dialect::of(parts.uri.path()),
                 &parts.headers,
                 parts.uri.query(),
                 &bytes,
                 Instant::now(),
             ) {
                 Ok(caller) => {
-                    if Guard::of(route) != Guard::Open {
+                    if guard != Guard::Open {
                         state.metrics.key_request(&caller.namespace);
                     }
                     caller
