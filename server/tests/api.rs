@@ -995,6 +995,22 @@ async fn rerank_answers_in_the_tei_shape_with_the_models_scores() {
         (status, code(&body)),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
     );
+    for (request, says) in [
+        (
+            json!({"query": "q", "texts": ["t"], "raw_scores": true}),
+            "raw_scores",
+        ),
+        (json!({"query": "  ", "texts": ["t"]}), "`query` is empty"),
+        (
+            json!({"query": "q", "texts": []}),
+            "`texts` must hold 1 to 100",
+        ),
+    ] {
+        let (status, body) = call(&s, "POST", "/rerank", Some(request)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let message = body["error"]["message"].as_str().expect("message");
+        assert!(message.contains(says), "{message}");
+    }
     let plain = state(index, &[]);
     let (status, body) = call(
         &plain,
@@ -1007,4 +1023,43 @@ async fn rerank_answers_in_the_tei_shape_with_the_models_scores() {
         (status, code(&body)),
         (StatusCode::UNPROCESSABLE_ENTITY, "rerank_unavailable")
     );
+}
+
+/// A query's own `mode` is one the server can run, or a refusal that says why.
+#[tokio::test]
+async fn a_query_mode_the_server_cannot_run_is_refused_with_why() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let (status, body) = call(
+        &s,
+        "POST",
+        "/v1/search",
+        Some(json!({"query": "Anarchism", "mode": "bm25"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for (mode, says) in [
+        ("semantic", "unknown mode"),
+        ("dense", "needs vectors"),
+        ("hybrid", "needs vectors"),
+        ("rerank", "\"rerank\": true"),
+    ] {
+        let (status, body) = call(
+            &s,
+            "POST",
+            "/v1/search",
+            Some(json!({"query": "Anarchism", "mode": mode})),
+        )
+        .await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request"),
+            "{mode}"
+        );
+        let message = body["error"]["message"].as_str().expect("message");
+        assert!(
+            message.contains("`mode`") && message.contains(says),
+            "{mode}: {message}"
+        );
+    }
 }

@@ -394,6 +394,21 @@ fn an_operator_key_sees_every_keys_sessions() {
     );
     assert_eq!(status, 403, "{refused}");
     assert_eq!(refused["error"]["code"], "forbidden");
+    // A `key` that cannot be a key's name is refused as such.
+    let (status, _, bad) = request(
+        base,
+        "GET",
+        "/v1/sessions/b-1?key=a%2Fb",
+        Some(KEY_OPERATOR),
+        None,
+    );
+    assert_eq!(status, 422, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("API key's name")),
+        "{bad}"
+    );
     // A client naming its own key is just reading its own session.
     let (status, _, _) = request(
         base,
