@@ -779,6 +779,179 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     );
 }
 
+/// `url → score` of the top `k` results for `query` (a reranked search's scores).
+fn scored(base: &str, query: &str, k: usize) -> Vec<(String, f64)> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let body: serde_json::Value = agent
+        .post(format!("{base}/v1/search"))
+        .send_json(serde_json::json!({"query": query, "k": k}))
+        .expect("search")
+        .body_mut()
+        .read_json()
+        .expect("json");
+    assert_eq!(body["reranked"], true, "{body}");
+    body["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                r["url"].as_str().expect("url").to_string(),
+                r["score"].as_f64().expect("score"),
+            )
+        })
+        .collect()
+}
+
+/// Dynamic batching changes no answer: on SciFact (hybrid, the cross-encoder fixture
+/// reranking), as one index and as 3 shards behind a coordinator, 8 concurrent clients of a
+/// server that batches queries and rerank pools across requests get, for every query, the
+/// results and scores (to 1e-5) a server without batching gives one search at a time; and the
+/// batching server's metrics show that its model runs really held several requests.
+#[test]
+fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let reranker = stillweb_models::config::fixtures_dir().join("cross-encoder-tiny");
+    if !fetched(
+        &reranker.join("model.toml"),
+        "models/fetch && models/make-fixtures",
+    ) {
+        return;
+    }
+    let reranker = path_str(&reranker);
+    let manifest = repo().join("corpus-manifests/scifact.toml");
+    let corpus = [data.join("beir/scifact/corpus.jsonl")];
+    let single = cached_dense_index("scifact", &manifest, &corpus);
+    let set = cached_dense_build("scifact", &manifest, &corpus, Some(3));
+    let queries: Vec<String> = std::fs::read_to_string(data.join("beir/scifact/queries.jsonl"))
+        .expect("queries")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|q| q["text"].as_str().expect("text").to_string())
+        .take(24)
+        .collect();
+    let unbatched = [
+        "--reranker",
+        reranker,
+        "--rerank-pool",
+        "20",
+        "--rerank-batch-tokens",
+        "0",
+        "--result-cache-entries",
+        "0",
+        "--embedding-cache-entries",
+        "0",
+    ];
+    // Long waits, so that concurrent requests surely meet in the batchers.
+    let batched = [
+        "--reranker",
+        reranker,
+        "--rerank-pool",
+        "20",
+        "--rerank-batch-wait-ms",
+        "100",
+        "--embed-batch-queries",
+        "16",
+        "--embed-batch-wait-ms",
+        "50",
+        "--result-cache-entries",
+        "0",
+        "--embedding-cache-entries",
+        "0",
+    ];
+    let shards: Vec<String> = (0..3)
+        .map(|i| serve(&set.join(format!("shard-{i}")), &["--mode", "bm25"]))
+        .collect();
+    for (what, plain, batching) in [
+        (
+            "one index",
+            serve(&single, &unbatched),
+            serve(&single, &batched),
+        ),
+        (
+            "3 shards",
+            serve_coordinator(&shards, &unbatched),
+            serve_coordinator(&shards, &batched),
+        ),
+    ] {
+        let expected: Vec<Vec<(String, f64)>> =
+            queries.iter().map(|q| scored(&plain, q, 10)).collect();
+        let before = batch_counters(&batching);
+        let got: Vec<Vec<(String, f64)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|client| {
+                    let (queries, batching) = (&queries, &batching);
+                    scope.spawn(move || {
+                        (client..queries.len())
+                            .step_by(8)
+                            .map(|i| (i, scored(batching, &queries[i], 10)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut all: Vec<(usize, Vec<(String, f64)>)> = handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("client"))
+                .collect();
+            all.sort_by_key(|(i, _)| *i);
+            all.into_iter().map(|(_, r)| r).collect()
+        });
+        for ((query, want), got) in queries.iter().zip(&expected).zip(&got) {
+            assert_eq!(got.len(), want.len(), "{what}: {query:?}");
+            for (url, score) in want {
+                let other = got.iter().find(|(u, _)| u == url).map(|(_, s)| *s);
+                assert!(
+                    other.is_some_and(|s| (s - score).abs() <= 1e-5),
+                    "{what}: {query:?}: {url} scored {score} unbatched, {other:?} batched"
+                );
+            }
+        }
+        let after = batch_counters(&batching);
+        for model in ["reranker", "query_embedder"] {
+            let (runs, requests) = (
+                after[&(model, "batches")] - before[&(model, "batches")],
+                after[&(model, "batched_requests")] - before[&(model, "batched_requests")],
+            );
+            eprintln!("{what}: {model}: {requests} requests in {runs} model runs");
+            assert_eq!(requests, queries.len() as u64, "{what}: {model}");
+            assert!(
+                runs < requests,
+                "{what}: {model}: {requests} requests in {runs} runs"
+            );
+        }
+    }
+}
+
+/// `stillweb_model_{batches,batched_requests}_total` by (model, counter) from `/metrics`.
+fn batch_counters(base: &str) -> std::collections::HashMap<(&'static str, &'static str), u64> {
+    let metrics = ureq::get(format!("{base}/metrics"))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    let mut counters = std::collections::HashMap::new();
+    for model in ["reranker", "query_embedder"] {
+        for counter in ["batches", "batched_requests"] {
+            let line = format!("stillweb_model_{counter}_total{{model=\"{model}\"}} ");
+            let value = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(line.as_str()))
+                .unwrap_or_else(|| panic!("no {line} in {metrics}"))
+                .parse()
+                .expect("number");
+            counters.insert((model, counter), value);
+        }
+    }
+    counters
+}
+
 #[test]
 fn bench_gemm_reports_every_minilm_shape() {
     let report = json(&indexer(&[

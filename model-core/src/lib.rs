@@ -7,8 +7,10 @@
 //! - [`config`]: model config files (`model.toml`) and where fetched models live;
 //! - [`tokens`]: tokenizers with explicit truncation, and pooling token states into one vector;
 //! - [`worker`]: threads that own a model behind a bounded channel;
+//! - [`batcher`]: dynamic batching of concurrent requests in front of model threads;
 //! - [`fake`]: a hashing embedder for fast unit tests.
 
+pub mod batcher;
 pub mod config;
 pub mod fake;
 pub mod tokens;
@@ -46,6 +48,9 @@ pub enum ModelError {
     Output(String),
     #[error("the model worker has stopped")]
     WorkerGone,
+    /// The caller stopped waiting before the model reached its request.
+    #[error("cancelled: the caller stopped waiting")]
+    Cancelled,
     /// A model served elsewhere (a rerank tier) could not be reached.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -102,6 +107,37 @@ pub trait Reranker: Send {
     fn model_id(&self) -> &str;
     /// One relevance score in [0, 1] per passage (higher is more relevant), in input order.
     fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError>;
+    /// Scores several requests' pools (each its own query) in one go, one score list per pool.
+    /// Models override it to sort every pair by length into shared batches; a pair's score
+    /// must not depend on what shares its batch. By default, one pool after another.
+    fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
+        pools
+            .iter()
+            .map(|pool| {
+                let passages: Vec<&str> = pool.passages.iter().map(String::as_str).collect();
+                self.score(&pool.query, &passages)
+            })
+            .collect()
+    }
+}
+
+/// One request's rerank pool: a query and the passages to score against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RerankPool {
+    pub query: String,
+    pub passages: Vec<String>,
+}
+
+impl RerankPool {
+    /// Roughly the tokens the pool's pairs take (about four bytes of English text per token,
+    /// plus a pair's special tokens): the unit of a reranker's batch budget. An estimate, so
+    /// that budgeting needs no tokenizer on the caller's side.
+    pub fn estimated_tokens(&self) -> usize {
+        self.passages
+            .iter()
+            .map(|p| (self.query.len() + p.len()).div_ceil(4) + 3)
+            .sum()
+    }
 }
 
 /// L2-normalises `v` in place (a zero vector stays zero).

@@ -6,7 +6,8 @@
 
 use std::sync::{Arc, Mutex, mpsc};
 
-use crate::{Embedder, ModelError, Reranker};
+use crate::batcher::{BatchPolicy, BatchStats, Batcher, RunBatch};
+use crate::{Embedder, ModelError, RerankPool, Reranker};
 
 type Job<M> = Box<dyn FnOnce(&mut M) + Send>;
 
@@ -91,6 +92,15 @@ pub struct EmbedWorker {
 enum Runs {
     OnThreads(ModelWorker<dyn Embedder>),
     OnCaller(Arc<Lender>),
+    /// Queries behind a dynamic batcher; documents on the same copies, one call each.
+    Batched(Batcher<EmbedJob, Vec<Vec<f32>>>),
+}
+
+/// What a batched embedder's copy is asked: one query, or a list of documents.
+#[derive(Debug)]
+pub enum EmbedJob {
+    Query(String),
+    Documents(Vec<String>),
 }
 
 /// Copies of a model that callers borrow one at a time, waiting while all are out.
@@ -176,6 +186,95 @@ impl EmbedWorker {
         }
     }
 
+    /// Copies of the embedder on threads of their own, where concurrent callers' queries are
+    /// gathered under `policy` (cost: one per query) and embedded in one model call. Only for
+    /// embedders whose vectors do not depend on what shares their call ([`Embedder::batch_invariant`]).
+    ///
+    /// # Panics
+    /// If `embedders` is empty.
+    pub fn spawn_batching(
+        embedders: Vec<Box<dyn Embedder>>,
+        name: &str,
+        policy: BatchPolicy,
+    ) -> std::io::Result<Self> {
+        assert!(!embedders.is_empty(), "an embed worker needs a model");
+        let model_id = embedders[0].model_id().to_string();
+        let dimension = embedders[0].dimension();
+        let engine = embedders[0].engine().to_string();
+        let run: RunBatch<Box<dyn Embedder>, EmbedJob, Vec<Vec<f32>>> =
+            Arc::new(|embedder: &mut Box<dyn Embedder>, jobs: &[EmbedJob]| {
+                let queries: Vec<&str> = jobs
+                    .iter()
+                    .filter_map(|j| match j {
+                        EmbedJob::Query(q) => Some(q.as_str()),
+                        EmbedJob::Documents(_) => None,
+                    })
+                    .collect();
+                let mut vectors = if queries.is_empty() {
+                    Vec::new()
+                } else {
+                    embedder.embed_queries(&queries)?
+                }
+                .into_iter();
+                jobs.iter()
+                    .map(|job| match job {
+                        EmbedJob::Query(_) => vectors
+                            .next()
+                            .map(|v| vec![v])
+                            .ok_or_else(|| ModelError::Output("no vector for a query".into())),
+                        EmbedJob::Documents(texts) => embed_all(&mut **embedder, texts),
+                    })
+                    .collect()
+            });
+        Ok(EmbedWorker {
+            runs: Runs::Batched(Batcher::spawn(embedders, name, policy, run)?),
+            model_id,
+            dimension,
+            engine,
+        })
+    }
+
+    /// What the query batcher has done, when queries are batched.
+    pub fn batch_stats(&self) -> Option<BatchStats> {
+        match &self.runs {
+            Runs::Batched(batcher) => Some(batcher.stats()),
+            _ => None,
+        }
+    }
+
+    /// Whether queries go through a batcher (then [`EmbedWorker::submit_query`] awaits
+    /// without holding a thread).
+    pub fn batches_queries(&self) -> bool {
+        matches!(self.runs, Runs::Batched(_))
+    }
+
+    /// Queues one query on a batching worker and returns at once; `reply` gets its vector on a
+    /// model thread. Requests of a caller whose `alive` turns false are dropped unrun. Fails
+    /// (and drops `reply`) when the worker does not batch or its queue is full.
+    pub fn submit_query(
+        &self,
+        text: String,
+        alive: Option<Arc<std::sync::atomic::AtomicBool>>,
+        reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
+    ) -> Result<(), ModelError> {
+        let Runs::Batched(batcher) = &self.runs else {
+            return Err(ModelError::Unavailable(
+                "this embedder does not batch queries".into(),
+            ));
+        };
+        let reply = Box::new(move |out: Result<Vec<Vec<f32>>, ModelError>| {
+            reply(out.and_then(only_vector))
+        });
+        batcher
+            .try_submit(EmbedJob::Query(text), 1, alive, reply)
+            .map_err(|_| {
+                ModelError::Unavailable(format!(
+                    "the query embedder's queue is full ({} waiting)",
+                    batcher.policy().queue
+                ))
+            })
+    }
+
     pub fn model_id(&self) -> &str {
         &self.model_id
     }
@@ -196,6 +295,9 @@ impl EmbedWorker {
                 worker.call(move |e| crate::embed_query(e, &text))
             }
             Runs::OnCaller(lender) => lender.with(|e| crate::embed_query(e, text)),
+            Runs::Batched(batcher) => {
+                only_vector(batcher.call(EmbedJob::Query(text.to_string()), 1)?)
+            }
         }
     }
 
@@ -203,7 +305,18 @@ impl EmbedWorker {
         match &self.runs {
             Runs::OnThreads(worker) => worker.call(move |e| embed_all(e, &texts)),
             Runs::OnCaller(lender) => lender.with(|e| embed_all(e, &texts)),
+            Runs::Batched(batcher) => {
+                let cost = batcher.policy().max_cost;
+                batcher.call(EmbedJob::Documents(texts), cost)
+            }
         }
+    }
+}
+
+fn only_vector(mut vectors: Vec<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
+    match (vectors.pop(), vectors.is_empty()) {
+        (Some(v), true) => Ok(v),
+        _ => Err(ModelError::Output("not one vector for one query".into())),
     }
 }
 
@@ -212,48 +325,113 @@ fn embed_all(embedder: &mut dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f3
     embedder.embed_documents(&refs)
 }
 
-/// A reranker on its own thread. It is itself a [`Reranker`], so search code takes either.
+/// A reranker behind a dynamic batcher: concurrent searches' pools are gathered (up to a token
+/// budget, see [`BatchPolicy`]) and scored in one [`Reranker::score_pools`] call, their pairs
+/// sorted by length across requests. It is itself a [`Reranker`], so search code takes either.
 #[derive(Debug, Clone)]
 pub struct RerankWorker {
-    worker: ModelWorker<dyn Reranker>,
+    batcher: Batcher<RerankPool, Vec<f32>>,
     model_id: String,
 }
 
 impl RerankWorker {
+    /// One reranker, one pool per model call (no batching across requests).
     pub fn spawn(reranker: Box<dyn Reranker>, name: &str, queue: usize) -> std::io::Result<Self> {
-        Self::spawn_copies(vec![reranker], name, queue)
+        let policy = BatchPolicy {
+            queue,
+            ..BatchPolicy::UNBATCHED
+        };
+        Self::spawn_batching(vec![reranker], name, policy)
     }
 
-    /// Copies of one reranker on threads of their own, taking jobs from one queue (for a
-    /// reranker that waits on others, such as a remote tier, several calls in flight at once).
-    pub fn spawn_copies(
+    /// Copies of one reranker (one is enough for a model that uses every core; several for one
+    /// that waits on others, such as a remote tier), each on its own thread, gathering batches
+    /// from one queue under `policy` (costs in [`RerankPool::estimated_tokens`]).
+    pub fn spawn_batching(
         rerankers: Vec<Box<dyn Reranker>>,
         name: &str,
-        queue: usize,
+        policy: BatchPolicy,
     ) -> std::io::Result<Self> {
         let model_id = rerankers
             .first()
             .map(|r| r.model_id().to_string())
             .unwrap_or_default();
+        let run: RunBatch<Box<dyn Reranker>, RerankPool, Vec<f32>> =
+            Arc::new(|reranker: &mut Box<dyn Reranker>, pools: &[RerankPool]| {
+                reranker.score_pools(pools)
+            });
         Ok(RerankWorker {
-            worker: ModelWorker::spawn_copies(rerankers, name, queue)?,
+            batcher: Batcher::spawn(rerankers, name, policy, run)?,
             model_id,
         })
     }
-}
 
-impl RerankWorker {
     pub fn model_id(&self) -> &str {
         &self.model_id
     }
 
-    /// Scores `passages` against `query` on the worker's thread (one score each, in order).
+    pub fn policy(&self) -> BatchPolicy {
+        self.batcher.policy()
+    }
+
+    pub fn batch_stats(&self) -> BatchStats {
+        self.batcher.stats()
+    }
+
+    /// Scores `passages` against `query` (one score each, in order), batched with whatever
+    /// other requests are waiting.
     pub fn rerank(&self, query: &str, passages: Vec<String>) -> Result<Vec<f32>, ModelError> {
-        let query = query.to_string();
-        self.worker.call(move |r| {
-            let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
-            r.score(&query, &refs)
-        })
+        let count = passages.len();
+        let pool = RerankPool {
+            query: query.to_string(),
+            passages,
+        };
+        let cost = pool.estimated_tokens();
+        let scores = self.batcher.call(pool, cost)?;
+        if scores.len() != count {
+            return Err(ModelError::Output(format!(
+                "the reranker gave {} scores for {count} passages",
+                scores.len()
+            )));
+        }
+        Ok(scores)
+    }
+}
+
+impl RerankWorker {
+    /// Queues a pool without blocking (for async callers, which then hold no thread while it
+    /// waits its turn); `reply` gets the scores on a model thread. A pool whose caller's `alive`
+    /// turns false is dropped unrun. Fails (dropping `reply`) when the queue is full.
+    pub fn submit(
+        &self,
+        query: String,
+        passages: Vec<String>,
+        alive: Option<Arc<std::sync::atomic::AtomicBool>>,
+        reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
+    ) -> Result<(), ModelError> {
+        let count = passages.len();
+        let pool = RerankPool { query, passages };
+        let cost = pool.estimated_tokens();
+        let reply = Box::new(move |out: Result<Vec<f32>, ModelError>| {
+            reply(out.and_then(|scores| {
+                if scores.len() == count {
+                    Ok(scores)
+                } else {
+                    Err(ModelError::Output(format!(
+                        "the reranker gave {} scores for {count} passages",
+                        scores.len()
+                    )))
+                }
+            }))
+        });
+        self.batcher
+            .try_submit(pool, cost, alive, reply)
+            .map_err(|_| {
+                ModelError::Unavailable(format!(
+                    "the reranker's queue is full ({} pools waiting)",
+                    self.batcher.policy().queue
+                ))
+            })
     }
 }
 
@@ -263,12 +441,7 @@ impl Reranker for RerankWorker {
     }
 
     fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError> {
-        let query = query.to_string();
-        let passages: Vec<String> = passages.iter().map(|p| p.to_string()).collect();
-        self.worker.call(move |r| {
-            let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
-            r.score(&query, &refs)
-        })
+        self.rerank(query, passages.iter().map(|p| p.to_string()).collect())
     }
 }
 

@@ -17,8 +17,9 @@ pub use embed::OnnxEmbedder;
 pub use rerank::load_reranker;
 pub use runtime::ExecutionProvider;
 pub use stillweb_model_core::{
-    Embedder, Engine, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, Reranker, config,
-    dot, dot_le_bytes, embed_query, fake, models_dir, normalize, tokens, worker,
+    Embedder, Engine, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, RerankPool,
+    Reranker, batcher, config, dot, dot_le_bytes, embed_query, fake, models_dir, normalize, tokens,
+    worker,
 };
 pub use stillweb_native::NativeEmbedder;
 

@@ -5,12 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use stillweb_models::batch::TokenRow;
+use stillweb_models::batcher::BatchPolicy;
 use stillweb_models::config::fixtures_dir;
 use stillweb_models::rerank::{
     ASSISTANT_SUFFIX, CrossEncoder, DEFAULT_INSTRUCTION, Qwen3Reranker, SYSTEM_PREFIX, format_pair,
 };
+use stillweb_models::worker::RerankWorker;
 use stillweb_models::{
-    ExecutionProvider, ModelConfig, ModelError, PaddingSide, Reranker, load_reranker,
+    ExecutionProvider, ModelConfig, ModelError, PaddingSide, RerankPool, Reranker, load_reranker,
 };
 
 fn fixture(name: &str) -> Option<PathBuf> {
@@ -230,4 +232,89 @@ fn wrong_configs_are_refused_with_reasons() {
     }
     let reranker = load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load by kind");
     assert_eq!(reranker.model_id(), "stillweb/qwen3-reranker-tiny-random");
+}
+
+/// A reranker that records how many pools each `score_pools` call held.
+struct Counting {
+    inner: Box<dyn Reranker>,
+    calls: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+impl Reranker for Counting {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError> {
+        self.inner.score(query, passages)
+    }
+    fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.calls.lock().expect("calls").push(pools.len());
+        self.inner.score_pools(pools)
+    }
+}
+
+/// Concurrent requests through the dynamic batcher (gathered into shared, length-sorted model
+/// runs) get the scores each would get alone, for both kinds of reranker.
+#[test]
+fn batched_across_requests_scores_equal_one_request_at_a_time() {
+    for name in ["cross-encoder-tiny", "qwen3-reranker-tiny"] {
+        let Some(dir) = fixture(name) else {
+            return;
+        };
+        let queries = [
+            "who designed the eiffel tower",
+            "height of the tower in metres",
+            "paris",
+            "Wann wurde der Eiffelturm gebaut?",
+            "a query about something else entirely, long enough to change the batch's padding",
+            "埃菲尔铁塔",
+        ];
+        let mut alone = load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load");
+        let expected: Vec<Vec<f32>> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let passages: Vec<&str> = PASSAGES.iter().copied().skip(i % 3).collect();
+                alone.score(q, &passages).expect("alone")
+            })
+            .collect();
+
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let model = Counting {
+            inner: load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load"),
+            calls: std::sync::Arc::clone(&calls),
+        };
+        // A long wait: every request arrives before the first run starts.
+        let policy = BatchPolicy {
+            max_cost: 1 << 20,
+            max_wait: std::time::Duration::from_millis(500),
+            queue: 64,
+        };
+        let worker = RerankWorker::spawn_batching(vec![Box::new(model)], "test-rerank", policy)
+            .expect("spawn");
+        let handles: Vec<_> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let (worker, q) = (worker.clone(), q.to_string());
+                let passages: Vec<String> =
+                    PASSAGES.iter().skip(i % 3).map(|p| p.to_string()).collect();
+                std::thread::spawn(move || worker.rerank(&q, passages).expect("batched"))
+            })
+            .collect();
+        for (i, handle) in handles.into_iter().enumerate() {
+            let got = handle.join().expect("join");
+            assert_close(&got, &expected[i], 1e-5, &format!("{name}: request {i}"));
+        }
+        let calls = calls.lock().expect("calls").clone();
+        assert_eq!(
+            calls.iter().sum::<usize>(),
+            queries.len(),
+            "{name}: {calls:?}"
+        );
+        assert!(
+            calls.len() < queries.len(),
+            "{name}: concurrent pools shared model runs: {calls:?}"
+        );
+    }
 }

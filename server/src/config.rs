@@ -162,6 +162,27 @@ pub struct Args {
     /// Largest rerank pool a request may ask for.
     #[arg(long, env = "STILLWEB_MAX_RERANK_POOL", default_value_t = 100)]
     pub max_rerank_pool: usize,
+    /// Dynamic batching: the reranker gathers concurrent searches' pools until they hold about
+    /// this many tokens, then scores them in one run, pairs sorted by length across requests.
+    /// 0: one pool per run.
+    #[arg(long, env = "STILLWEB_RERANK_BATCH_TOKENS", default_value_t = 16_384)]
+    pub rerank_batch_tokens: usize,
+    /// Dynamic batching: how long an idle reranker waits, after the first pool arrives, for
+    /// others to join it (a busy reranker never waits: pools queue while it runs).
+    #[arg(long, env = "STILLWEB_RERANK_BATCH_WAIT_MS", default_value_t = 2)]
+    pub rerank_batch_wait_ms: u64,
+    /// Dynamic batching of query embedding: concurrent searches' queries are gathered, up to
+    /// this many, and embedded in one model call by model threads of their own (one per search
+    /// thread). 0: each search thread embeds its own query on a copy lent to it.
+    #[arg(long, env = "STILLWEB_EMBED_BATCH_QUERIES", default_value_t = 0)]
+    pub embed_batch_queries: usize,
+    /// How long an idle query embedder waits, after the first query arrives, for others.
+    #[arg(long, env = "STILLWEB_EMBED_BATCH_WAIT_MS", default_value_t = 1)]
+    pub embed_batch_wait_ms: u64,
+    /// Intra-op threads of the reranker; 0: one per core (it runs batches from every search,
+    /// so it is the one model worth the whole machine).
+    #[arg(long, env = "STILLWEB_RERANKER_THREADS", default_value_t = 0)]
+    pub reranker_threads: usize,
     /// Where the models run: cpu, cuda or cuda:N (CUDA needs the onnxruntime-gpu library in
     /// ORT_DYLIB_PATH).
     #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
@@ -233,6 +254,13 @@ pub struct Config {
     pub reranker_urls: Vec<String>,
     pub reranker_timeout: Duration,
     pub max_rerank_pool: usize,
+    /// How the reranker gathers concurrent pools (`--rerank-batch-tokens`, `--rerank-batch-wait-ms`).
+    pub rerank_batch: stillweb_models::batcher::BatchPolicy,
+    /// The reranker's intra-op threads (`--reranker-threads`, 0 resolved to the core count).
+    pub reranker_threads: usize,
+    /// How the query embedder gathers concurrent queries; `None`: no batching
+    /// (`--embed-batch-queries 0`).
+    pub embed_batch: Option<stillweb_models::batcher::BatchPolicy>,
     pub max_k: i64,
     pub max_batch: usize,
     pub max_retrieve_batch: usize,
@@ -356,8 +384,9 @@ impl Args {
                 ));
             }
         };
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
         let search_threads = if self.search_threads == 0 {
-            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            cores
         } else {
             self.search_threads
         };
@@ -408,6 +437,23 @@ impl Args {
                 .collect(),
             reranker_timeout: Duration::from_millis(self.reranker_timeout_ms),
             max_rerank_pool: self.max_rerank_pool,
+            rerank_batch: stillweb_models::batcher::BatchPolicy {
+                max_cost: self.rerank_batch_tokens,
+                max_wait: Duration::from_millis(self.rerank_batch_wait_ms),
+                queue: 1024,
+            },
+            embed_batch: (self.embed_batch_queries > 0).then(|| {
+                stillweb_models::batcher::BatchPolicy {
+                    max_cost: self.embed_batch_queries,
+                    max_wait: Duration::from_millis(self.embed_batch_wait_ms),
+                    queue: 4096,
+                }
+            }),
+            reranker_threads: if self.reranker_threads == 0 {
+                cores
+            } else {
+                self.reranker_threads
+            },
             max_k: self.max_k,
             max_batch: self.max_batch.max(1),
             max_retrieve_batch: self.max_retrieve_batch,

@@ -247,8 +247,8 @@ fn choose_mode(config: &mut Config, has_dense: bool) -> anyhow::Result<Mode> {
     Ok(mode)
 }
 
-/// The query embedder when the mode uses vectors: one copy per search thread, lent to the
-/// search thread that embeds (no hop to a model thread: on SciFact, ~25% more searches/s at 8
+/// The query embedder when the mode uses vectors: one copy per search thread, behind a
+/// dynamic batcher with `--embed-batch-queries`, else lent to the search thread that embeds (no hop to a model thread: on SciFact, ~25% more searches/s at 8
 /// and 32 clients, BENCHMARKS.md). With a single copy the other search threads idled in line
 /// behind it.
 fn load_query_embedder(config: &Config, mode: Mode) -> anyhow::Result<Option<EmbedWorker>> {
@@ -271,11 +271,16 @@ fn load_query_embedder(config: &Config, mode: Mode) -> anyhow::Result<Option<Emb
         })?;
         copies.push(model);
     }
-    info!(model = copies[0].model_id(), provider = %config.provider, sessions = copies.len(), "query embedder loaded");
-    Ok(Some(EmbedWorker::lend_copies(copies)))
+    info!(model = copies[0].model_id(), provider = %config.provider, sessions = copies.len(),
+        batch = ?config.embed_batch, "query embedder loaded");
+    Ok(Some(match config.embed_batch {
+        Some(policy) => EmbedWorker::spawn_batching(copies, "stillweb-embed", policy)?,
+        None => EmbedWorker::lend_copies(copies),
+    }))
 }
 
-/// The reranker, if one is configured, on a model thread of its own.
+/// The reranker, if one is configured: on a model thread of its own behind the dynamic batcher,
+/// or a rerank tier.
 fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>> {
     if !config.reranker_urls.is_empty() {
         let tier = rerank_tier::connect(
@@ -289,10 +294,15 @@ fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>>
     let Some(dir) = &config.reranker else {
         return Ok(None);
     };
-    let model = load_reranker(dir, config.provider, config.model_threads)
+    let model = load_reranker(dir, config.provider, config.reranker_threads)
         .with_context(|| format!("loading the reranker from {}", dir.display()))?;
-    info!(model = model.model_id(), provider = %config.provider, pool = config.search.rerank_pool, "reranker loaded");
-    Ok(Some(RerankWorker::spawn(model, "stillweb-rerank", 1024)?))
+    info!(model = model.model_id(), provider = %config.provider, threads = config.reranker_threads,
+        pool = config.search.rerank_pool, batch = ?config.rerank_batch, "reranker loaded");
+    Ok(Some(RerankWorker::spawn_batching(
+        vec![model],
+        "stillweb-rerank",
+        config.rerank_batch,
+    )?))
 }
 
 /// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests (for at

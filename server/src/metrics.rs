@@ -196,6 +196,37 @@ impl Metrics {
     }
 }
 
+/// The model batchers' counters (`model` is `reranker` or `query_embedder`), for the exposition.
+pub fn render_batches(out: &mut String, batchers: &[(&str, stillweb_models::batcher::BatchStats)]) {
+    if batchers.is_empty() {
+        return;
+    }
+    out.push_str("# HELP stillweb_model_batches_total Model runs of the dynamic batcher, by model.\n# TYPE stillweb_model_batches_total counter\n");
+    for (model, stats) in batchers {
+        let _ = writeln!(
+            out,
+            "stillweb_model_batches_total{{model=\"{model}\"}} {}",
+            stats.runs
+        );
+    }
+    out.push_str("# HELP stillweb_model_batched_requests_total Requests those runs answered (divided by the runs: the mean batch).\n# TYPE stillweb_model_batched_requests_total counter\n");
+    for (model, stats) in batchers {
+        let _ = writeln!(
+            out,
+            "stillweb_model_batched_requests_total{{model=\"{model}\"}} {}",
+            stats.requests
+        );
+    }
+    out.push_str("# HELP stillweb_model_cancelled_requests_total Requests dropped before they ran because their caller had gone.\n# TYPE stillweb_model_cancelled_requests_total counter\n");
+    for (model, stats) in batchers {
+        let _ = writeln!(
+            out,
+            "stillweb_model_cancelled_requests_total{{model=\"{model}\"}} {}",
+            stats.cancelled
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,9 @@
 //! never block the async runtime; handlers only await the result.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use stillweb_models::batcher::on_behalf_of;
 use tokio::sync::oneshot;
 
 use crate::error::ApiError;
@@ -28,7 +30,8 @@ impl SearchPool {
 
     /// Runs `work` on the pool and awaits its result. A panic inside `work` becomes an internal
     /// error for this request only. Work whose caller stopped waiting before a thread reached it
-    /// (the client went away, or the request timed out in the queue) is skipped, so that an
+    /// (the client went away, or the request timed out in the queue) is skipped, and model
+    /// requests (reranking) that running work queued are dropped before they run, so that an
     /// overloaded server does not spend its cores on answers nobody will read.
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
@@ -36,19 +39,44 @@ impl SearchPool {
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        let waiting = Waiting::new();
+        let alive = waiting.flag();
         self.pool.spawn(move || {
             if !tx.is_closed() {
-                let _ = tx.send(work());
+                let _ = tx.send(on_behalf_of(alive, work));
             }
         });
-        rx.await
-            .map_err(|_| ApiError::internal("search task ended without a result (panic)"))?
+        let result = rx
+            .await
+            .map_err(|_| ApiError::internal("search task ended without a result (panic)"))?;
+        drop(waiting);
+        result
+    }
+}
+
+/// True while a caller waits; false once its future is dropped (the client went away, or a
+/// timeout fired), so that model requests queued for it are dropped unrun.
+pub struct Waiting(Arc<AtomicBool>);
+
+impl Waiting {
+    pub fn new() -> Waiting {
+        Waiting(Arc::new(AtomicBool::new(true)))
+    }
+
+    /// The flag batchers read.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
     use super::*;

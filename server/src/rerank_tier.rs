@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::json;
+use stillweb_models::batcher::BatchPolicy;
 use stillweb_models::worker::RerankWorker;
 use stillweb_models::{ModelError, Reranker};
 
@@ -146,9 +147,11 @@ pub fn connect(
     let copies: Vec<Box<dyn Reranker>> = (0..IN_FLIGHT)
         .map(|_| Box::new(tier.clone()) as Box<dyn Reranker>)
         .collect();
-    Ok(RerankWorker::spawn_copies(
+    // One pool per call (TEI's /rerank takes one query), up to IN_FLIGHT at once: the tier's
+    // servers batch what arrives together.
+    Ok(RerankWorker::spawn_batching(
         copies,
         "stillweb-rerank-tier",
-        1024,
+        BatchPolicy::UNBATCHED,
     )?)
 }

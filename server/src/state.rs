@@ -65,6 +65,14 @@ impl Backend {
         }
     }
 
+    /// The query embedder, if this server embeds queries.
+    pub fn embedder(&self) -> Option<&stillweb_models::worker::EmbedWorker> {
+        match self {
+            Backend::Index(r) => r.embedder(),
+            Backend::Shards(c) => c.embedder(),
+        }
+    }
+
     /// The reranker that reranks this server's searches, if it has one.
     pub fn reranker(&self) -> Option<&stillweb_models::worker::RerankWorker> {
         match self {

@@ -39,7 +39,7 @@ pub use candidates::Candidates;
 pub use chunks::ChunkScore;
 pub use filter::{FilterCounts, FilterPlan};
 pub use rank::{Ranked, Ranking};
-pub use retriever::Retriever;
+pub use retriever::{Retriever, Stage, Staged, rerank_error};
 
 /// The time since `clock`, which restarts: one stage's time in a pipeline's timings.
 pub fn lap(clock: &mut std::time::Instant) -> std::time::Duration {

@@ -7,10 +7,13 @@ use std::time::Instant;
 
 use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
 
+use stillweb_model_core::ModelError;
+
 use super::explain::explain;
 use super::fetch::Pages;
-use super::rank::{apply_rerank, rank, rerank_pool};
-use super::{SearchParams, SearchResults, lap};
+use super::rank::{PoolEntry, Ranking, apply_rerank, rank, rerank_pool};
+use super::{Candidates, ChunkScore, SearchParams, SearchResults, Weights, lap};
+use crate::fusion::Fusion;
 use crate::query::ParsedQuery;
 use crate::{IndexError, SearchIndex};
 
@@ -46,6 +49,11 @@ impl Retriever {
     /// The query embedder's model id, if the retriever has one.
     pub fn embedder_id(&self) -> Option<&str> {
         self.embedder.as_ref().map(EmbedWorker::model_id)
+    }
+
+    /// The query embedder, if the retriever has one.
+    pub fn embedder(&self) -> Option<&EmbedWorker> {
+        self.embedder.as_ref()
     }
 
     /// The reranker, if the retriever has one.
@@ -102,10 +110,33 @@ impl Retriever {
         vector: Option<Vec<f32>>,
         params: &SearchParams,
     ) -> Result<SearchResults, IndexError> {
+        let mut staged = match self.stage(query, vector, params)? {
+            Stage::Done(results) => return Ok(results),
+            Stage::Rerank(staged) => staged,
+        };
+        let scores = match (self.reranker.as_ref(), staged.take_pool()) {
+            (Some(reranker), Some((text, passages))) => {
+                Some(reranker.rerank(&text, passages).map_err(rerank_error)?)
+            }
+            _ => None,
+        };
+        self.finish(staged, scores)
+    }
+
+    /// The stages up to reranking: either finished results (nothing to rerank, or nothing
+    /// found), or a search waiting for its rerank pool's scores ([`Staged::take_pool`]), to be
+    /// completed by [`Retriever::finish`]. Callers that await the reranker (the server) hold no
+    /// thread while the pool waits for its batch.
+    pub fn stage(
+        &self,
+        query: &ParsedQuery,
+        vector: Option<Vec<f32>>,
+        params: &SearchParams,
+    ) -> Result<Stage, IndexError> {
         let mut results = SearchResults::default();
         let prepared = self.index.prepare(query.clone(), vector, &params.weights);
         if params.k == 0 || prepared.is_empty() {
-            return Ok(results);
+            return Ok(Stage::Done(results));
         }
         let mut clock = Instant::now();
         let candidates = self.index.candidates(&prepared, params.candidates)?;
@@ -114,11 +145,11 @@ impl Retriever {
         results.timings.candidates = lap(&mut clock).saturating_sub(candidates.filter_time);
         let docs = candidates.ordinals();
         if docs.is_empty() {
-            return Ok(results);
+            return Ok(Stage::Done(results));
         }
 
         let chunks = self.index.chunk_scores(&prepared, &docs)?;
-        let mut ranking = rank(
+        let ranking = rank(
             &candidates.doc_bm25(),
             &chunks,
             params.weights,
@@ -126,36 +157,71 @@ impl Retriever {
         );
         results.timings.chunks = lap(&mut clock);
         let fused = params.explain.then(|| ranking.clone());
-        let (mut pool_used, mut pool_scores) = (Vec::new(), Vec::new());
 
         let mut pages = Pages::default();
-        if let Some(reranker) = self.reranker.as_ref().filter(|_| params.rerank_pool > 0) {
-            let pool = rerank_pool(&ranking, params.rerank_pool);
+        let (mut pool, mut passages) = (Vec::new(), Vec::new());
+        if self.reranker.is_some() && params.rerank_pool > 0 {
+            let entries = rerank_pool(&ranking, params.rerank_pool);
             self.index.fetch(
-                pool.iter().map(|e| e.doc),
-                pool.iter().map(|e| e.chunk),
+                entries.iter().map(|e| e.doc),
+                entries.iter().map(|e| e.chunk),
                 &mut pages,
             )?;
-            let (pool, passages): (Vec<_>, Vec<String>) = pool
+            (pool, passages) = entries
                 .into_iter()
                 .filter_map(|e| Some((e, pages.passage(e.doc, e.chunk)?)))
                 .unzip();
-            if !pool.is_empty() {
-                let scores = reranker
-                    .rerank(&query.text, passages)
-                    .map_err(|e| match e {
-                        stillweb_model_core::ModelError::Unavailable(why) => {
-                            IndexError::RerankUnavailable(why)
-                        }
-                        e => IndexError::Model(e.to_string()),
-                    })?;
-                ranking.ranked = apply_rerank(ranking.ranked, &pool, &scores);
-                (pool_used, pool_scores) = (pool, scores);
-            }
         }
+        Ok(Stage::Rerank(Staged {
+            results,
+            candidates,
+            chunks,
+            ranking,
+            fused,
+            pages,
+            pool,
+            passages: (!passages.is_empty()).then(|| (query.text.clone(), passages)),
+            clock,
+            k: params.k,
+            weights: params.weights,
+            fusion: params.fusion,
+        }))
+    }
+
+    /// Completes a staged search with its pool's rerank scores (`None`: not reranked).
+    pub fn finish(
+        &self,
+        staged: Staged,
+        scores: Option<Vec<f32>>,
+    ) -> Result<SearchResults, IndexError> {
+        let Staged {
+            mut results,
+            candidates,
+            chunks,
+            mut ranking,
+            fused,
+            mut pages,
+            pool,
+            mut clock,
+            ..
+        } = staged;
+        let (pool_used, pool_scores) = match scores {
+            Some(scores) if scores.len() == pool.len() => {
+                ranking.ranked = apply_rerank(ranking.ranked, &pool, &scores);
+                (pool, scores)
+            }
+            Some(scores) => {
+                return Err(IndexError::Model(format!(
+                    "{} rerank scores for a pool of {}",
+                    scores.len(),
+                    pool.len()
+                )));
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         results.timings.rerank = lap(&mut clock);
 
-        ranking.ranked.truncate(params.k);
+        ranking.ranked.truncate(staged.k);
         if let Some(fused) = &fused {
             results.explained = Some(explain(
                 &ranking.ranked,
@@ -163,8 +229,8 @@ impl Retriever {
                 &chunks,
                 fused,
                 (&pool_used, &pool_scores),
-                params.weights,
-                params.fusion,
+                staged.weights,
+                staged.fusion,
             ));
         }
         self.index.fetch(
@@ -175,5 +241,52 @@ impl Retriever {
         results.hits = pages.hits(&ranking.ranked);
         results.timings.fetch = lap(&mut clock);
         Ok(results)
+    }
+}
+
+/// Where [`Retriever::stage`] stopped.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made and moved once per search; boxing would only add an allocation"
+)]
+pub enum Stage {
+    /// Nothing left to do.
+    Done(SearchResults),
+    /// Ranked, with (perhaps) a pool to rerank; finish with [`Retriever::finish`].
+    Rerank(Staged),
+}
+
+/// A search ranked up to reranking.
+#[derive(Debug)]
+pub struct Staged {
+    results: SearchResults,
+    candidates: Candidates,
+    chunks: Vec<ChunkScore>,
+    ranking: Ranking,
+    fused: Option<Ranking>,
+    pages: Pages,
+    pool: Vec<PoolEntry>,
+    passages: Option<(String, Vec<String>)>,
+    clock: Instant,
+    k: usize,
+    weights: Weights,
+    fusion: Fusion,
+}
+
+impl Staged {
+    /// The query text and the pool's passages to rerank, once (`None`: nothing to rerank).
+    pub fn take_pool(&mut self) -> Option<(String, Vec<String>)> {
+        self.passages.take()
+    }
+}
+
+/// A reranker's failure as the search's error: a tier that did not answer is
+/// [`IndexError::RerankUnavailable`] (the server's `rerank_unavailable`), anything else a model
+/// error.
+pub fn rerank_error(e: ModelError) -> IndexError {
+    match e {
+        ModelError::Unavailable(why) => IndexError::RerankUnavailable(why),
+        e => IndexError::Model(e.to_string()),
     }
 }

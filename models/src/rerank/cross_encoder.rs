@@ -5,7 +5,7 @@
 use ndarray::{ArrayViewD, Axis};
 use tokenizers::{EncodeInput, Tokenizer};
 
-use super::{PairRunner, Reranker, sigmoid_of_difference};
+use super::{PairRunner, RerankPool, Reranker, pairs_of, sigmoid_of_difference, split_by_pool};
 use crate::batch::TokenRow;
 use crate::onnx;
 use crate::runtime::ExecutionProvider;
@@ -82,6 +82,19 @@ impl Reranker for CrossEncoder {
             .iter()
             .map(|p| self.pair_row(query, p))
             .collect::<Result<Vec<_>, _>>()?;
+        self.score_rows(rows)
+    }
+
+    fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let rows = pairs_of(pools)
+            .map(|(query, passage)| self.pair_row(query, passage))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(split_by_pool(pools, self.score_rows(rows)?))
+    }
+}
+
+impl CrossEncoder {
+    fn score_rows(&mut self, rows: Vec<TokenRow>) -> Result<Vec<f32>, ModelError> {
         Ok(self
             .logits(rows)?
             .into_iter()

@@ -6,7 +6,9 @@
 //!   token.
 //!
 //! Both sort their pairs by length into batches (little padding), and return scores in the
-//! caller's order. Scores do not depend on batching or the padding side (tested to 1e-5).
+//! caller's order; [`Reranker::score_pools`] does the same over several requests' pools at once
+//! (the dynamic batcher's call). Scores do not depend on batching or the padding side (tested to
+//! 1e-5).
 
 mod cross_encoder;
 mod qwen3;
@@ -20,7 +22,7 @@ pub use qwen3::{ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, Qwen3Reranker, SYSTEM_PRE
 
 use crate::batch::{TokenBatch, TokenRow};
 use crate::runtime::ExecutionProvider;
-use crate::{ModelConfig, ModelError, ModelKind, PaddingSide, Reranker};
+use crate::{ModelConfig, ModelError, ModelKind, PaddingSide, RerankPool, Reranker};
 
 /// Loads the reranker described by `DIR/model.toml` (`kind = "cross-encoder"` or
 /// `"qwen3-reranker"`).
@@ -105,6 +107,24 @@ impl PairRunner {
         }
         Ok(scores)
     }
+}
+
+/// Every (query, passage) pair of `pools`, pool after pool.
+fn pairs_of(pools: &[RerankPool]) -> impl Iterator<Item = (&str, &str)> {
+    pools.iter().flat_map(|pool| {
+        pool.passages
+            .iter()
+            .map(move |passage| (pool.query.as_str(), passage.as_str()))
+    })
+}
+
+/// `scores` of [`pairs_of`]`(pools)` cut back into one list per pool.
+fn split_by_pool(pools: &[RerankPool], scores: Vec<f32>) -> Vec<Vec<f32>> {
+    let mut scores = scores.into_iter();
+    pools
+        .iter()
+        .map(|pool| scores.by_ref().take(pool.passages.len()).collect())
+        .collect()
 }
 
 /// The probability of the second class of a two-way softmax, computed stably.

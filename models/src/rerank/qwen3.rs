@@ -11,7 +11,7 @@ use ndarray::{ArrayViewD, Ix3};
 use ort::session::SessionOutputs;
 use tokenizers::Tokenizer;
 
-use super::{PairRunner, Reranker, sigmoid_of_difference};
+use super::{PairRunner, RerankPool, Reranker, pairs_of, sigmoid_of_difference, split_by_pool};
 use crate::batch::{TokenBatch, TokenRow};
 use crate::onnx;
 use crate::runtime::ExecutionProvider;
@@ -178,5 +178,12 @@ impl Reranker for Qwen3Reranker {
             .map(|p| self.pair_ids(query, p))
             .collect::<Result<Vec<_>, _>>()?;
         self.score_ids(rows)
+    }
+
+    fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let rows = pairs_of(pools)
+            .map(|(query, passage)| self.pair_ids(query, passage))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(split_by_pool(pools, self.score_ids(rows)?))
     }
 }

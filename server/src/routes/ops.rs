@@ -204,7 +204,15 @@ fn refused(state: &AppState, refusal: Refusal) -> Response {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let text = state.metrics.render(state.sessions.active().await.ok());
+    let mut text = state.metrics.render(state.sessions.active().await.ok());
+    let mut batchers = Vec::new();
+    if let Some(reranker) = state.backend.reranker() {
+        batchers.push(("reranker", reranker.batch_stats()));
+    }
+    if let Some(stats) = state.backend.embedder().and_then(|e| e.batch_stats()) {
+        batchers.push(("query_embedder", stats));
+    }
+    crate::metrics::render_batches(&mut text, &batchers);
     (
         [(
             header::CONTENT_TYPE,

@@ -78,10 +78,8 @@ pub async fn rerank(
         ..
     } = request;
     let echo = return_text.then(|| texts.clone());
-    let scores = state
-        .pool
-        .run(move || reranker.rerank(&query, texts).map_err(ApiError::internal))
-        .await?;
+    // Queued on the reranker's batcher with the pools of concurrent searches and requests.
+    let scores = crate::service::models::reranked(&reranker, query, texts).await?;
     let mut ranked: Vec<Ranked> = scores
         .into_iter()
         .enumerate()

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use stillweb_corpus::url_norm::normalize_url;
-use stillweb_index::search::{Mode, StageTimings};
+use stillweb_index::search::{Mode, Stage, StageTimings};
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
+use super::models::{batched_vector, reranked};
 use crate::cache::LruCache;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics::Metrics;
@@ -262,7 +263,9 @@ pub async fn run_search(
     Ok(timed)
 }
 
-/// Every stage on this server's index, on the search pool (the query embedded there too).
+/// Every stage on this server's index on the search pool, except waiting for the reranker:
+/// the pool's scores are awaited between two pool runs, so concurrent searches' pools meet in
+/// the reranker's batches instead of each holding a search thread.
 async fn on_index(
     state: &AppState,
     retriever: Arc<stillweb_index::Retriever>,
@@ -270,27 +273,57 @@ async fn on_index(
     params: SearchParams,
 ) -> Result<SearchResults, ApiError> {
     let (embeddings, metrics) = (state.embeddings.clone(), state.metrics.clone());
-    state
+    let started = Instant::now();
+    let batched = match retriever.embedder() {
+        Some(embedder) if embedder.batches_queries() && retriever.embeds(&query.text) => {
+            Some(batched_vector(state, embedder, &query.text).await?)
+        }
+        _ => None,
+    };
+    let r = Arc::clone(&retriever);
+    let (stage, embed) = state
         .pool
         .run(move || {
-            let started = Instant::now();
-            let embeds = retriever.embeds(&query.text);
-            let vector = embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
-                retriever.embed(t).map_err(ApiError::internal)
-            })?;
+            let vector = match batched {
+                Some(vector) => Some(vector),
+                None => {
+                    let embeds = r.embeds(&query.text);
+                    embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
+                        r.embed(t).map_err(ApiError::internal)
+                    })?
+                }
+            };
             let embed = started.elapsed();
-            let mut results = retriever
-                .search_embedded(&query, vector, &params)
-                .map_err(|e| match e {
-                    stillweb_index::IndexError::RerankUnavailable(why) => {
-                        ApiError::rerank_unavailable(why)
-                    }
-                    e => ApiError::internal(e),
-                })?;
-            results.timings.embed = embed;
-            Ok(results)
+            Ok((
+                r.stage(&query, vector, &params).map_err(search_error)?,
+                embed,
+            ))
         })
-        .await
+        .await?;
+    let mut results = match stage {
+        Stage::Done(results) => results,
+        Stage::Rerank(mut staged) => {
+            let scores = match (retriever.reranker(), staged.take_pool()) {
+                (Some(reranker), Some((text, passages))) => {
+                    Some(reranked(reranker, text, passages).await?)
+                }
+                _ => None,
+            };
+            state
+                .pool
+                .run(move || retriever.finish(staged, scores).map_err(search_error))
+                .await?
+        }
+    };
+    results.timings.embed = embed;
+    Ok(results)
+}
+
+fn search_error(e: stillweb_index::IndexError) -> ApiError {
+    match e {
+        stillweb_index::IndexError::RerankUnavailable(why) => ApiError::rerank_unavailable(why),
+        e => ApiError::internal(e),
+    }
 }
 
 /// The query embedded on the search pool, then the stages over the shards.
@@ -301,24 +334,27 @@ async fn on_shards(
     params: SearchParams,
 ) -> Result<SearchResults, ApiError> {
     let started = Instant::now();
+    let batching = coordinator.embedder().filter(|e| e.batches_queries());
     let vector = if params.weights.dense_chunk > 0.0 && coordinator.embeds(&query.text) {
-        let (c, embeddings, metrics, text) = (
-            Arc::clone(coordinator),
-            state.embeddings.clone(),
-            state.metrics.clone(),
-            query.text.clone(),
-        );
-        state
-            .pool
-            .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
-            .await?
+        if let Some(embedder) = batching {
+            Some(batched_vector(state, embedder, &query.text).await?)
+        } else {
+            let (c, embeddings, metrics, text) = (
+                Arc::clone(coordinator),
+                state.embeddings.clone(),
+                state.metrics.clone(),
+                query.text.clone(),
+            );
+            state
+                .pool
+                .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
+                .await?
+        }
     } else {
         None
     };
     let embed = started.elapsed();
-    let mut results = coordinator
-        .search(&state.pool, query, vector, &params)
-        .await?;
+    let mut results = coordinator.search(query, vector, &params).await?;
     results.timings.embed = embed;
     Ok(results)
 }

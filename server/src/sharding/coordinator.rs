@@ -27,7 +27,6 @@ use super::protocol::{
 };
 use super::replicas::ReplicaSet;
 use crate::error::ApiError;
-use crate::pool::SearchPool;
 
 /// What the coordinator knows of the set its shards belong to (from their `/info`).
 #[derive(Debug, Clone)]
@@ -179,6 +178,11 @@ impl Coordinator {
         self.embedder.as_ref().map(EmbedWorker::model_id)
     }
 
+    /// The query embedder the coordinator runs, if any.
+    pub fn embedder(&self) -> Option<&EmbedWorker> {
+        self.embedder.as_ref()
+    }
+
     /// The reranker the coordinator runs, if any.
     pub fn reranker(&self) -> Option<&RerankWorker> {
         self.reranker.as_ref()
@@ -206,7 +210,6 @@ impl Coordinator {
     /// Every stage after embedding, over the shards.
     pub async fn search(
         &self,
-        pool: &SearchPool,
         parsed: ParsedQuery,
         vector: Option<Vec<f32>>,
         params: &SearchParams,
@@ -290,18 +293,10 @@ impl Coordinator {
                 .filter_map(|e| Some((e, passage.remove(&(e.doc, e.chunk))?)))
                 .unzip();
             if !entries.is_empty() {
-                let reranker = reranker.clone();
-                let query = parsed.text.clone();
-                let scores = pool
-                    .run(move || {
-                        reranker.rerank(&query, passages).map_err(|e| match e {
-                            stillweb_models::ModelError::Unavailable(why) => {
-                                ApiError::rerank_unavailable(why)
-                            }
-                            e => ApiError::internal(e),
-                        })
-                    })
-                    .await?;
+                // Awaited, not run on the pool: pools of concurrent searches meet in batches.
+                let scores =
+                    crate::service::models::reranked(reranker, parsed.text.clone(), passages)
+                        .await?;
                 ranking.ranked = apply_rerank(ranking.ranked, &entries, &scores);
                 (pool_used, pool_scores) = (entries, scores);
             }

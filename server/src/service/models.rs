@@ -1,0 +1,79 @@
+//! Model calls awaited without holding a search thread: a query's vector and a rerank pool's
+//! scores are queued on their model's dynamic batcher, and the request's task waits for the
+//! answer, so that requests arriving together share model runs (a blocking call would hold one
+//! of the few search threads, capping what meets in a batch at their number).
+
+use std::sync::Arc;
+
+use stillweb_models::ModelError;
+use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use tokio::sync::oneshot;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::pool::Waiting;
+use crate::state::AppState;
+
+/// The query vector of `text` from the embedding cache, or from a batching embedder: queued
+/// with other searches' queries and awaited without holding a search thread, so that queries
+/// arriving together are embedded in one model call.
+pub async fn batched_vector(
+    state: &AppState,
+    embedder: &EmbedWorker,
+    text: &str,
+) -> Result<Vec<f32>, ApiError> {
+    if let Some(v) = state.embeddings.get(&text.to_string()) {
+        state.metrics.cache("embeddings", true);
+        return Ok(v.to_vec());
+    }
+    state.metrics.cache("embeddings", false);
+    let (tx, rx) = oneshot::channel();
+    // Dropped with this future (the client went away, or a timeout fired): the query is then
+    // dropped before it runs.
+    let waiting = Waiting::new();
+    embedder
+        .submit_query(
+            text.to_string(),
+            Some(waiting.flag()),
+            Box::new(move |vector| {
+                let _ = tx.send(vector);
+            }),
+        )
+        .map_err(|e| ApiError::new(ErrorCode::Overloaded, e.to_string()))?;
+    let vector = rx
+        .await
+        .map_err(|_| ApiError::internal("the query embedder stopped"))?
+        .map_err(ApiError::internal)?;
+    drop(waiting);
+    state
+        .embeddings
+        .insert(text.to_string(), Arc::new(vector.clone()));
+    Ok(vector)
+}
+
+/// `passages` scored against `query` by the reranker's batcher.
+pub async fn reranked(
+    reranker: &RerankWorker,
+    query: String,
+    passages: Vec<String>,
+) -> Result<Vec<f32>, ApiError> {
+    let (tx, rx) = oneshot::channel();
+    let waiting = Waiting::new();
+    reranker
+        .submit(
+            query,
+            passages,
+            Some(waiting.flag()),
+            Box::new(move |scores| {
+                let _ = tx.send(scores);
+            }),
+        )
+        .map_err(|e| ApiError::new(ErrorCode::Overloaded, e.to_string()))?;
+    let scores = rx
+        .await
+        .map_err(|_| ApiError::internal("the reranker stopped"))?;
+    drop(waiting);
+    scores.map_err(|e| match e {
+        ModelError::Unavailable(why) => ApiError::rerank_unavailable(why),
+        e => ApiError::internal(e),
+    })
+}
