@@ -10,7 +10,8 @@
 #     models/fixtures.py --speed (see BENCHMARKS.md).
 #   SERVER: a server binary, optionally with extra flags after `::` (spaces allowed), e.g.
 #     "target/release/stillweb-server::--rerank-batch-wait-ms 0". Default: target/release/stillweb-server.
-# Prints one line per run; each run's report.json is in OUT/<label>-p<pool>-<round>-c<C>/.
+# Prints one line per run (each run's report.json is in OUT/s<server>-p<pool>-<round>-c<C>/), then
+# a table of searches/s, the median over rounds with each round's figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 index=$1 queries=$2 reranker=$3 out=$4 seconds=${5:-15} rounds=${6:-2} pools=${7:-"10 30"}
@@ -59,3 +60,25 @@ PY
     done
   done
 done
+# The medians over rounds (each round's figure in brackets), one column per server.
+python3 - "$out" "${servers[@]}" <<'PY'
+import glob, json, os, re, statistics, sys
+out, specs = sys.argv[1], sys.argv[2:]
+runs = {}
+for path in glob.glob(f"{out}/s*-p*-*-c*/report.json"):
+    m = re.match(r"s(\d+)-p(\d+)-(\d+)-c(\d+)$", os.path.basename(os.path.dirname(path)))
+    if m:
+        s, pool, rnd, c = map(int, m.groups())
+        runs.setdefault((pool, c, s), []).append((rnd, json.load(open(path))["operations"]["search"]["rate"]))
+servers = range(len(specs))
+print("\n| pool | clients | " + " | ".join(f"s{s}" for s in servers) + " |")
+print("|---|---|" + "---|" * len(specs))
+for pool, c in sorted({(k[0], k[1]) for k in runs}):
+    cells = []
+    for s in servers:
+        rates = [r for _, r in sorted(runs.get((pool, c, s), []))]
+        cells.append(f"**{statistics.median(rates):.2f}** ({', '.join(f'{r:.2f}' for r in rates)})" if rates else "—")
+    print(f"| {pool} | {c} | " + " | ".join(cells) + " |")
+for s, spec in zip(servers, specs):
+    print(f"s{s}: {spec}")
+PY

@@ -2,7 +2,7 @@
 # and start_server. Run from the repository root.
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/stillweb
 models=${STILLWEB_MODELS:-$cache/models}
-export ORT_DYLIB_PATH=$models/onnxruntime/libonnxruntime.so
+export ORT_DYLIB_PATH=${ORT_DYLIB_PATH:-$models/onnxruntime/libonnxruntime.so}
 
 # start_server DIR NAME INDEX [FLAGS...]: the server ($SERVER_BIN, by default
 # target/release/stillweb-server) on a free loopback port, its stdout and log in

@@ -35,6 +35,8 @@ SEED = 20261130
 # heads of 128 dimensions, 3072 intermediate, 28 layers.
 QWEN_VOCAB = 151_936
 QWEN = dict(hidden=32, heads=4, kv_heads=2, head_dim=16, intermediate=64, layers=2, eps=1e-6, theta=1_000_000.0)
+# The real Qwen3-Reranker-0.6B's shape, for measuring reranking speed on a GPU (benchmarks/gpu.sh).
+QWEN_0_6B = dict(QWEN, hidden=1024, heads=16, kv_heads=8, head_dim=128, intermediate=3072, layers=28)
 QWEN_NO, QWEN_YES = 2152, 9693  # token ids of "no" and "yes" in the Qwen3 tokenizer
 
 BERT_VOCAB = 30_522
@@ -85,8 +87,7 @@ def rotate_half(g, x, half):
     return g.op("Concat", g.op("Neg", second), first, axis=-1)
 
 
-def qwen_weights(rng):
-    c = QWEN
+def qwen_weights(rng, c=QWEN):
     h, d = c["hidden"], c["head_dim"]
     w = {"embed": rng.normal(0, 0.5, (QWEN_VOCAB, h)).astype(np.float32), "layers": []}
     for _ in range(c["layers"]):
@@ -107,9 +108,9 @@ def qwen_weights(rng):
     return w
 
 
-def qwen_graph(w):
+def qwen_graph(w, c=QWEN):
     """inputs input_ids, attention_mask, position_ids (int64 [batch, tokens]) -> no_yes_logits."""
-    c, g = QWEN, Graph()
+    g = Graph()
     heads, kv_heads, d = c["heads"], c["kv_heads"], c["head_dim"]
     embed = g.const(w["embed"], "embed_tokens")
     x = g.op("Gather", embed, "input_ids", axis=0)
@@ -300,12 +301,18 @@ def bert_reference(w, ids, types, c=BERT, head="classifier"):
     return [float((pooled @ w["classifier"][0] + w["classifier"][1])[0])]
 
 
-def save(graph, directory, config, reference, tokenizer):
+def save(graph, directory, config, reference, tokenizer, external=False):
+    """external: weights in model.onnx.data beside the graph (past protobuf's 2 GB limit)."""
     directory.mkdir(parents=True, exist_ok=True)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="stillweb fixtures")
     model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, str(directory / "model.onnx"))
+    if external:
+        onnx.save(model, str(directory / "model.onnx"), save_as_external_data=True,
+                  all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=1024)
+        onnx.checker.check_model(str(directory / "model.onnx"))
+    else:
+        onnx.checker.check_model(model, full_check=True)
+        onnx.save(model, str(directory / "model.onnx"))
     shutil.copyfile(tokenizer, directory / "tokenizer.json")
     (directory / "model.toml").write_text(config)
     (directory / "reference.json").write_text(json.dumps(reference, indent=1) + "\n")
@@ -318,7 +325,25 @@ def main():
     parser.add_argument("--speed", action="store_true",
                         help="also write cross-encoder-minilm-l6-shape/: random weights in the real "
                              "MiniLM-L6 cross-encoder's shape, to measure reranking cost (not used by tests)")
+    parser.add_argument("--qwen3-0.6b-shape", dest="qwen_full", action="store_true",
+                        help="write only qwen3-reranker-0.6b-shape/: random weights in the real "
+                             "Qwen3-Reranker-0.6B's shape (2.4 GB, fp32), for benchmarks/gpu.sh")
     args = parser.parse_args()
+    if args.qwen_full:
+        out = args.out or args.models / "fixtures"
+        weights = qwen_weights(np.random.default_rng(SEED), QWEN_0_6B)
+        save(qwen_graph(weights, QWEN_0_6B), out / "qwen3-reranker-0.6b-shape", f'''# Random weights in the shape of Qwen3-Reranker-0.6B (fp32): for speed measurements only.
+id = "stillweb/qwen3-reranker-0.6b-shape-random"
+kind = "qwen3-reranker"
+onnx = "model.onnx"
+tokenizer = "tokenizer.json"
+max_tokens = 512
+no_token_id = {QWEN_NO}
+yes_token_id = {QWEN_YES}
+quantization = "fp32"
+''', [], args.models / "qwen3-tokenizer" / "tokenizer.json", external=True)
+        print(out)
+        return
     out = args.out or args.models / "fixtures"
     rng = np.random.default_rng(SEED)
 

@@ -173,6 +173,50 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Measure a reranker's pairs/s on real queries and passages (JSON Lines, as bench-embed
+    /// reads them; passages cut to a chunk's 500 characters), one request's pool per model call
+    /// and several (what dynamic batching hands the model); prints one JSON object per setting.
+    BenchRerank {
+        #[arg(long)]
+        reranker: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long)]
+        passages: PathBuf,
+        /// Passages per request (comma-separated for several).
+        #[arg(long, value_delimiter = ',', default_value = "30")]
+        pool: Vec<usize>,
+        /// Requests' pools per model call (comma-separated for several).
+        #[arg(long, value_delimiter = ',', default_value = "1,8")]
+        pools_per_call: Vec<usize>,
+        /// Seconds each setting runs for (after one warm-up call).
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Measure query-embedding throughput with many concurrent callers, as a server's searches
+    /// embed: copies lent to callers in turn, and the dynamic batcher (--embed-batch-queries);
+    /// prints one JSON object per mode.
+    BenchQueries {
+        /// Queries (JSON Lines, as bench-embed reads them).
+        #[arg(long)]
+        queries: PathBuf,
+        /// Concurrent callers.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Model copies (a server has one per search thread); 0 = one per core.
+        #[arg(long, default_value_t = 0)]
+        copies: usize,
+        /// Most queries per batched model call.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// Seconds per mode.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Measure the native engine's int8 products at MiniLM's weight shapes (on the kernel the
     /// CPU runs: AMX, AVX-512 VNNI, AVX2 or the plain loop); prints JSON in GOP/s.
     BenchGemm {
@@ -440,6 +484,70 @@ fn main() -> anyhow::Result<()> {
                 .sum();
             let report = bench::embed_throughput(&mut embedder, &texts, tokens, model.threads())?;
             println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+        Command::BenchRerank {
+            reranker,
+            queries,
+            passages,
+            pool,
+            pools_per_call,
+            seconds,
+            model,
+        } => {
+            let queries = bench::load_texts(&queries, None)?;
+            let passages: Vec<String> = bench::load_texts(&passages, Some(20_000))?
+                .into_iter()
+                .map(|p| p.chars().take(500).collect())
+                .collect();
+            let mut reranker_model = model.load_reranker(&reranker)?;
+            for &pool in &pool {
+                for &per_call in &pools_per_call {
+                    let report = bench::rerank_throughput(
+                        &mut *reranker_model,
+                        model.provider.to_string(),
+                        &queries,
+                        &passages,
+                        pool,
+                        per_call,
+                        seconds,
+                    )?;
+                    println!("{}", serde_json::to_string(&report)?);
+                }
+            }
+        }
+        Command::BenchQueries {
+            queries,
+            concurrency,
+            copies,
+            batch,
+            seconds,
+            model,
+        } => {
+            let queries = bench::load_texts(&queries, None)?;
+            let copies = if copies == 0 {
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            } else {
+                copies
+            };
+            let load = || -> anyhow::Result<Vec<Box<dyn Embedder>>> {
+                (0..copies).map(|_| model.load()).collect()
+            };
+            let policy = stillweb_models::batcher::BatchPolicy {
+                max_cost: batch,
+                max_wait: std::time::Duration::from_millis(1),
+                queue: 4096,
+            };
+            for (mode, worker) in [
+                ("lent", EmbedWorker::lend_copies(load()?)),
+                (
+                    "batched",
+                    EmbedWorker::spawn_batching(load()?, "bench-embed", policy)?,
+                ),
+            ] {
+                let report =
+                    bench::query_throughput(&worker, mode, copies, &queries, concurrency, seconds)?;
+                println!("{}", serde_json::to_string(&report)?);
+            }
         }
         Command::BenchGemm {
             rows,

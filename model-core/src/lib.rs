@@ -110,6 +110,10 @@ pub trait Reranker: Send {
     /// Scores several requests' pools (each its own query) in one go, one score list per pool.
     /// Models override it to sort every pair by length into shared batches; a pair's score
     /// must not depend on what shares its batch. By default, one pool after another.
+    /// Tokens the model reads for one pair, when it can say (for throughput reports).
+    fn pair_tokens(&self, _query: &str, _passage: &str) -> Option<usize> {
+        None
+    }
     fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
         pools
             .iter()

@@ -170,7 +170,15 @@ impl Embedder for OnnxEmbedder {
 
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let prefix = self.config.query_prefix.clone();
-        self.embed(texts, &prefix, 1)
+        // Dynamic int8 quantisation takes one activation scale per call: such a model embeds
+        // queries one per call, so that a query's vector never depends on what shares its
+        // batch. Other models batch the queries a batcher gathered.
+        let batch = if self.config.quantization.starts_with("int8") {
+            1
+        } else {
+            self.config.batch_size.unwrap_or(BATCH)
+        };
+        self.embed(texts, &prefix, batch)
     }
 
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {

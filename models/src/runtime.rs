@@ -114,8 +114,9 @@ pub fn open_session(
                 .error_on_failure()])
             .map_err(|e| {
                 ModelError::Onnx(format!(
-                    "cannot use CUDA device {device} ({e}); it needs the onnxruntime-gpu library \
-                     (ORT_DYLIB_PATH) and CUDA/cuDNN on the library path"
+                    "cannot use CUDA device {device} ({e}); it needs ONNX Runtime's GPU build and \
+                     the CUDA libraries (run `models/fetch --gpu`, then `source \
+                     MODELS/onnxruntime-gpu/env.sh`) and NVIDIA's driver (libcuda.so.1)"
                 ))
             })?,
     };

@@ -69,3 +69,33 @@ fn long_inputs_are_truncated_not_rejected() {
     let v = e.embed_documents(&[&long]).expect("embed");
     assert_eq!(v[0].len(), 384);
 }
+
+/// The fp32 model (no per-call quantisation) embeds a batcher's gathered queries in one padded
+/// batch: each query's vector is the one it gets alone (to float rounding).
+#[test]
+fn fp32_queries_batched_equal_queries_alone() {
+    let dir = stillweb_models::models_dir().join("all-minilm-l6-v2-fp32");
+    if !stillweb_test_support::fetched(&dir.join("model.toml"), "models/fetch") {
+        return;
+    }
+    let mut e = OnnxEmbedder::load(&dir, ExecutionProvider::Cpu, 2).expect("load fp32 MiniLM");
+    let queries = [
+        "who designed the eiffel tower",
+        "a considerably longer query about the effects of vitamin D on bone density in adults",
+        "paris",
+        "Wann wurde der Eiffelturm gebaut?",
+    ];
+    let together = e.embed_queries(&queries).expect("batch");
+    for (i, query) in queries.iter().enumerate() {
+        let alone = &e.embed_queries(&[query]).expect("alone")[0];
+        let worst = alone
+            .iter()
+            .zip(&together[i])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst < 1e-5,
+            "query {i}: differs by {worst} batched vs alone"
+        );
+    }
+}

@@ -85,6 +85,10 @@ impl Reranker for CrossEncoder {
         self.score_rows(rows)
     }
 
+    fn pair_tokens(&self, query: &str, passage: &str) -> Option<usize> {
+        self.pair_row(query, passage).ok().map(|row| row.ids.len())
+    }
+
     fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
         let rows = pairs_of(pools)
             .map(|(query, passage)| self.pair_row(query, passage))

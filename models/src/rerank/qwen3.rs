@@ -180,6 +180,10 @@ impl Reranker for Qwen3Reranker {
         self.score_ids(rows)
     }
 
+    fn pair_tokens(&self, query: &str, passage: &str) -> Option<usize> {
+        self.pair_ids(query, passage).ok().map(|ids| ids.len())
+    }
+
     fn score_pools(&mut self, pools: &[RerankPool]) -> Result<Vec<Vec<f32>>, ModelError> {
         let rows = pairs_of(pools)
             .map(|(query, passage)| self.pair_ids(query, passage))
