@@ -16,13 +16,7 @@ servers=("$@")
 [ ${#servers[@]} -gt 0 ] || servers=(target/release/stillweb-server)
 source benchmarks/serve.sh
 mkdir -p "$out"
-if [[ $queries == *.jsonl ]]; then
-  python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    text = json.loads(line)["text"].replace("\n", " ").strip()
-    if text and not text.startswith("#"): print(text)' "$queries" > "$out/queries.txt"
-  queries=$out/queries.txt
-fi
+queries=$(plain_queries "$queries" "$out")
 loadtest=target/release/stillweb-loadtest
 for round in $(seq "$rounds"); do
   for server in "${servers[@]}"; do

@@ -29,3 +29,18 @@ start_with() {
   echo "server did not start" >&2
   exit 1
 }
+
+# plain_queries QUERIES DIR: prints a file of one query per line: QUERIES itself, or for a BEIR
+# queries.jsonl, DIR/queries.txt written from its "text" fields.
+plain_queries() {
+  local queries=$1 dir=$2
+  if [[ $queries == *.jsonl ]]; then
+    python3 -c 'import json,sys
+for line in open(sys.argv[1]):
+    text = json.loads(line)["text"].replace("\n", " ").strip()
+    if text and not text.startswith("#"): print(text)' "$queries" > "$dir/queries.txt"
+    echo "$dir/queries.txt"
+  else
+    echo "$queries"
+  fi
+}

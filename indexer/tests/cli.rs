@@ -681,8 +681,8 @@ fn serve_args(flags: &[&str]) -> String {
     stillweb_server::serve_in_background(state).expect("serve")
 }
 
-/// The URLs of the top `k` results for `query`.
-fn top_urls(base: &str, query: &str, k: usize) -> Vec<String> {
+/// The top `k` results for `query` (`POST /v1/search`'s `results`).
+fn results(base: &str, query: &str, k: usize) -> Vec<serde_json::Value> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -697,6 +697,12 @@ fn top_urls(base: &str, query: &str, k: usize) -> Vec<String> {
     body["results"]
         .as_array()
         .unwrap_or_else(|| panic!("{query}: {body}"))
+        .clone()
+}
+
+/// The URLs of the top `k` results for `query`.
+fn top_urls(base: &str, query: &str, k: usize) -> Vec<String> {
+    results(base, query, k)
         .iter()
         .map(|r| r["url"].as_str().expect("url").to_string())
         .collect()
@@ -779,23 +785,9 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     );
 }
 
-/// `url → score` of the top `k` results for `query` (a reranked search's scores).
+/// `(url, score)` of the top `k` results for `query`.
 fn scored(base: &str, query: &str, k: usize) -> Vec<(String, f64)> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let body: serde_json::Value = agent
-        .post(format!("{base}/v1/search"))
-        .send_json(serde_json::json!({"query": query, "k": k}))
-        .expect("search")
-        .body_mut()
-        .read_json()
-        .expect("json");
-    assert_eq!(body["reranked"], true, "{body}");
-    body["results"]
-        .as_array()
-        .expect("results")
+    results(base, query, k)
         .iter()
         .map(|r| {
             (

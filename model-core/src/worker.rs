@@ -187,8 +187,10 @@ impl EmbedWorker {
     }
 
     /// Copies of the embedder on threads of their own, where concurrent callers' queries are
-    /// gathered under `policy` (cost: one per query) and embedded in one model call. Only for
-    /// embedders whose vectors do not depend on what shares their call ([`Embedder::batch_invariant`]).
+    /// gathered under `policy` (cost: one per query) and embedded in one model call. A query's
+    /// vector must not depend on what shares its call: true of every engine here (the native
+    /// engine quantises per token; the ONNX embedder embeds a per-call-quantised model's queries
+    /// one per call). Documents run alone, one call per list.
     ///
     /// # Panics
     /// If `embedders` is empty.

@@ -7,6 +7,8 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use stillweb_models::batcher::BatchStats;
+
 /// Histogram bucket bounds, in seconds: 1 ms to 30 s.
 const BOUNDS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -196,34 +198,43 @@ impl Metrics {
     }
 }
 
+/// Reads one counter of a batcher's stats.
+type BatchCounter = fn(&BatchStats) -> u64;
+
 /// The model batchers' counters (`model` is `reranker` or `query_embedder`), for the exposition.
-pub fn render_batches(out: &mut String, batchers: &[(&str, stillweb_models::batcher::BatchStats)]) {
+pub fn render_batches(out: &mut String, batchers: &[(&str, BatchStats)]) {
     if batchers.is_empty() {
         return;
     }
-    out.push_str("# HELP stillweb_model_batches_total Model runs of the dynamic batcher, by model.\n# TYPE stillweb_model_batches_total counter\n");
-    for (model, stats) in batchers {
+    let counters: [(&str, &str, BatchCounter); 3] = [
+        (
+            "batches",
+            "Model runs of the dynamic batcher, by model.",
+            |s| s.runs,
+        ),
+        (
+            "batched_requests",
+            "Requests those runs answered (divided by the runs: the mean batch).",
+            |s| s.requests,
+        ),
+        (
+            "cancelled_requests",
+            "Requests dropped before they ran because their caller had gone.",
+            |s| s.cancelled,
+        ),
+    ];
+    for (name, help, value) in counters {
         let _ = writeln!(
             out,
-            "stillweb_model_batches_total{{model=\"{model}\"}} {}",
-            stats.runs
+            "# HELP stillweb_model_{name}_total {help}\n# TYPE stillweb_model_{name}_total counter"
         );
-    }
-    out.push_str("# HELP stillweb_model_batched_requests_total Requests those runs answered (divided by the runs: the mean batch).\n# TYPE stillweb_model_batched_requests_total counter\n");
-    for (model, stats) in batchers {
-        let _ = writeln!(
-            out,
-            "stillweb_model_batched_requests_total{{model=\"{model}\"}} {}",
-            stats.requests
-        );
-    }
-    out.push_str("# HELP stillweb_model_cancelled_requests_total Requests dropped before they ran because their caller had gone.\n# TYPE stillweb_model_cancelled_requests_total counter\n");
-    for (model, stats) in batchers {
-        let _ = writeln!(
-            out,
-            "stillweb_model_cancelled_requests_total{{model=\"{model}\"}} {}",
-            stats.cancelled
-        );
+        for (model, stats) in batchers {
+            let _ = writeln!(
+                out,
+                "stillweb_model_{name}_total{{model=\"{model}\"}} {}",
+                value(stats)
+            );
+        }
     }
 }
 
