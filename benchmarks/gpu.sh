@@ -70,7 +70,12 @@ elif [ ! -f "$reranker/qwen3-reranker-0.6b-shape/model.toml" ]; then
   [ -x "$models/.venv-fixtures/bin/python" ] || die "run models/make-fixtures first (its Python environment builds the model)"
   "$models/.venv-fixtures/bin/python" models/fixtures.py --models "$models" --out "$reranker" --qwen3-0.6b-shape > /dev/null
 fi
-[ "$smoke" = 1 ] || reranker=$reranker/qwen3-reranker-0.6b-shape
+if [ "$smoke" = 0 ]; then
+  reranker=$reranker/qwen3-reranker-0.6b-shape
+  # Pairs per model call: a GPU wants more than the CPU default of 16 (STILLWEB_GPU_RERANK_BATCH).
+  sed -i '/^batch_size = /d' "$reranker/model.toml"
+  echo "batch_size = ${STILLWEB_GPU_RERANK_BATCH:-64}" >> "$reranker/model.toml"
+fi
 target/release/stillweb-indexer bench-rerank --reranker "$reranker" --provider "$provider" \
   --queries "$data/beir/scifact/queries.jsonl" --passages "$data/beir/scifact/corpus.jsonl" \
   --pool "$pools" --pools-per-call "$per_call" --seconds "$seconds" > "$out/rerank.jsonl"
