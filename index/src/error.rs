@@ -49,6 +49,8 @@ pub enum IndexError {
     Exists { path: PathBuf },
     #[error("shard set at {path}: {reason}")]
     Shards { path: PathBuf, reason: String },
+    #[error("cannot reuse the vectors of {path}: {reason}")]
+    Reuse { path: PathBuf, reason: String },
     #[error("model: {0}")]
     Model(String),
     /// The reranker is served elsewhere and none of its servers answered.

@@ -288,3 +288,147 @@ fn filter_decisions_are_made_on_the_whole_corpus() {
     let (alone, relaxed) = merged(None);
     assert!(relaxed && alone.len() > 1, "{alone:?}");
 }
+
+/// The hashing embedder, counting the texts it is asked to embed.
+struct Counting {
+    inner: HashingEmbedder,
+    texts: usize,
+}
+
+impl Embedder for Counting {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn engine(&self) -> &str {
+        self.inner.engine()
+    }
+    fn embed_queries(
+        &mut self,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, stillweb_model_core::ModelError> {
+        self.inner.embed_queries(texts)
+    }
+    fn embed_documents(
+        &mut self,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, stillweb_model_core::ModelError> {
+        self.texts += texts.len();
+        self.inner.embed_documents(texts)
+    }
+}
+
+/// Every file of `dir`'s dense part, by name.
+fn dense_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("dense"))
+        .expect("dense dir")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let name = path.file_name().expect("name").to_string_lossy().into();
+            (name, std::fs::read(&path).expect("read"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_set_cut_with_reused_vectors_is_the_set_that_embedded_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus(dir.path());
+    // One thread inserts the graph, so that two builds of it are byte-identical.
+    let options = BuildOptions {
+        graph_threads: 1,
+        ..BuildOptions::default()
+    };
+    let full = dir.path().join("single-f32");
+    let f32_options = BuildOptions {
+        chunk_precision: stillweb_index::chunk_vectors::Precision::F32,
+        ..options.clone()
+    };
+    build_index_with(&corpus, &full, &f32_options, Some(&mut embedder())).expect("single");
+
+    let embedded = dir.path().join("embedded");
+    build_shards(&corpus, &embedded, 3, None, &options, Some(&mut embedder())).expect("shards");
+    let reused = dir.path().join("reused");
+    let mut counting = Counting {
+        inner: embedder(),
+        texts: 0,
+    };
+    let reuse = BuildOptions {
+        reuse_vectors: Some(full.clone()),
+        ..options.clone()
+    };
+    build_shards(&corpus, &reused, 3, None, &reuse, Some(&mut counting)).expect("reused shards");
+    // The late duplicates are dropped; every kept page (title "Doc N") is in the single build.
+    assert_eq!(counting.texts, 0, "nothing is embedded again");
+    for i in 0..3 {
+        let (a, b) = (shard_dir(&embedded, i), shard_dir(&reused, i));
+        let id = |d: &Path| stillweb_index::IndexManifest::read(d).expect("manifest");
+        assert_eq!(id(&a).build_id, id(&b).build_id, "shard {i}'s build id");
+        assert_eq!(id(&a).dense, id(&b).dense, "shard {i}'s dense manifest");
+        assert!(
+            dense_files(&a) == dense_files(&b),
+            "shard {i}'s vectors and graph"
+        );
+    }
+
+    // A page whose text changed is embedded again; the others still come from the build.
+    let docs = std::fs::read_to_string(dir.path().join("docs.jsonl")).expect("docs");
+    let changed: String = docs
+        .lines()
+        .map(|l| {
+            let mut doc: serde_json::Value = serde_json::from_str(l).expect("doc");
+            if doc["id"] == "5" {
+                doc["text"] = "An entirely new text. It has two sentences.".into();
+            }
+            format!("{doc}\n")
+        })
+        .collect();
+    std::fs::write(dir.path().join("docs.jsonl"), changed).expect("write");
+    let mut counting = Counting {
+        inner: embedder(),
+        texts: 0,
+    };
+    let out = dir.path().join("changed");
+    build_index_with(&corpus, &out, &reuse, Some(&mut counting)).expect("changed build");
+    assert_eq!(counting.texts, 1, "only the changed page's one chunk");
+    let index = SearchIndex::open(&out).expect("open");
+    let key = normalize_url("https://synthetic.example/5").expect("url");
+    assert!(
+        index
+            .doc_by_url(&key)
+            .expect("lookup")
+            .expect("doc")
+            .text
+            .starts_with("An entirely")
+    );
+
+    // Vectors that are not what this build would compute are refused, saying why.
+    let refused = |from: &Path, embedder: &mut dyn Embedder, needle: &str| {
+        let options = BuildOptions {
+            reuse_vectors: Some(from.to_path_buf()),
+            ..BuildOptions::default()
+        };
+        let err = build_index_with(
+            &corpus,
+            &dir.path().join("refused"),
+            &options,
+            Some(embedder),
+        )
+        .expect_err("refused");
+        assert!(matches!(err, IndexError::Reuse { .. }), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
+    };
+    refused(
+        &shard_dir(&embedded, 0),
+        &mut embedder(),
+        "--chunk-vectors f32",
+    );
+    refused(&full, &mut HashingEmbedder::new(32), "32-d");
+    let lexical = dir.path().join("lexical");
+    build_index_with(&corpus, &lexical, &BuildOptions::default(), None).expect("bm25 only");
+    refused(&lexical, &mut embedder(), "no vectors");
+}

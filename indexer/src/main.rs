@@ -82,6 +82,13 @@ enum Command {
         /// run `stillweb-indexer finalize --out DIR` once every shard is built.
         #[arg(long, requires = "shards")]
         shard: Option<u32>,
+        /// An index built earlier with the same embedder, engine and chunker and f32 chunk
+        /// vectors (--chunk-vectors f32): documents it indexed unchanged (same URL, title and
+        /// text) take their vectors from it instead of being embedded again; the rest are
+        /// embedded. The result is the index a full build would write, e.g. the same corpus cut
+        /// into --shards without embedding it twice.
+        #[arg(long, conflicts_with = "no_dense")]
+        reuse_vectors: Option<PathBuf>,
     },
     /// Finalize a shard set built with `build --shards N --shard I` jobs: check that the shards
     /// belong together and give each the corpus-wide BM25 statistics; prints JSON.
@@ -364,6 +371,7 @@ fn main() -> anyhow::Result<()> {
             graph_threads,
             shards,
             shard,
+            reuse_vectors,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&max_bad_fraction),
@@ -377,6 +385,7 @@ fn main() -> anyhow::Result<()> {
                 doc_vectors,
                 chunk_precision: chunk_vectors,
                 graph_threads,
+                reuse_vectors,
                 ..BuildOptions::default()
             };
             let mut embedder = if no_dense { None } else { Some(model.load()?) };

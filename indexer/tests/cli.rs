@@ -460,7 +460,7 @@ fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf 
         .expect("cache key")
         .to_string();
     let out = full.with_file_name(format!("{name}-{key}"));
-    if !out.join("manifest.json").is_file() {
+    stillweb_test_support::cached_build(&out, &out.join("manifest.json"), || {
         json(&indexer(&[
             "revector",
             "--index",
@@ -473,7 +473,7 @@ fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf 
                 .to_string(),
             "--force",
         ]));
-    }
+    });
     out
 }
 
@@ -483,7 +483,8 @@ fn cached_full_precision_index(name: &str, manifest: &Path, data: &[PathBuf]) ->
 }
 
 /// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder, or
-/// with `shards`, a set of that many shards (`OUT/shard-I`).
+/// with `shards`, a set of that many shards (`OUT/shard-I`) cut with the vectors of
+/// [`cached_full_precision_index`] (a corpus is embedded once for all its test indexes).
 fn cached_dense_build(
     name: &str,
     manifest: &Path,
@@ -522,27 +523,28 @@ fn cached_dense_build(
             )
         }
     };
-    if done.is_file() {
-        eprintln!("reusing cached index {}", out.display());
-        return out;
-    }
-    std::fs::create_dir_all(&cache).expect("create cache");
-    let shards = shards.map(|n| n.to_string());
-    let mut args = vec![
-        "build",
-        "--manifest",
-        path_str(manifest),
-        "--out",
-        path_str(&out),
-        "--force",
-    ];
-    if let Some(n) = &shards {
-        args.extend(["--shards", n.as_str()]);
-    }
-    if name.ends_with("-f32") {
-        args.extend(["--chunk-vectors", "f32"]);
-    }
-    json(&indexer(&args));
+    stillweb_test_support::cached_build(&out, &done, || {
+        let reuse = shards.map(|_| cached_full_precision_index(name, manifest, data));
+        let shards = shards.map(|n| n.to_string());
+        let mut args = vec![
+            "build",
+            "--manifest",
+            path_str(manifest),
+            "--out",
+            path_str(&out),
+            "--force",
+        ];
+        if let Some(n) = &shards {
+            args.extend(["--shards", n.as_str()]);
+        }
+        if let Some(full) = &reuse {
+            args.extend(["--reuse-vectors", path_str(full)]);
+        }
+        if name.ends_with("-f32") {
+            args.extend(["--chunk-vectors", "f32"]);
+        }
+        json(&indexer(&args));
+    });
     out
 }
 

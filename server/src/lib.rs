@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod gold;
 pub mod ids;
+mod listen;
 pub mod metrics;
 mod pool;
 pub mod rerank_tier;
@@ -34,9 +35,10 @@ use stillweb_index::{Retriever, SearchIndex};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use stillweb_models::{load_embedder, load_reranker};
 use tower_http::trace::TraceLayer;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 pub use config::{Args, Config, Source};
+pub use listen::{serve, serve_in_background};
 pub use state::{AppState, Backend};
 
 use sharding::Coordinator;
@@ -309,115 +311,15 @@ fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>>
 /// most `--shutdown-drain-secs`), and exits.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     info!(config = ?config, "starting");
-    let listen = config.listen;
+    let address = config.listen;
     let state = tokio::task::spawn_blocking(move || prepare(config)).await??;
-    let listener = tokio::net::TcpListener::bind(listen)
+    let listener = tokio::net::TcpListener::bind(address)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
+        .with_context(|| format!("cannot listen on {address}"))?;
     let local = listener.local_addr()?;
     info!(address = %local, "listening");
     // One line on stdout for scripts and tests that start the server on port 0.
     println!("stillweb-server listening on http://{local}");
-    serve(listener, state, shutdown_signal()).await;
+    serve(listener, state, listen::shutdown_signal()).await;
     Ok(())
-}
-
-/// Serves HTTP/1.1 connections from `listener` until `stop` completes. Each connection must send
-/// a request's headers within `--header-read-timeout-secs` (which also closes idle keep-alive
-/// connections); bodies are bounded by the `observe` middleware. On `stop` the server reports
-/// not ready, stops accepting, lets in-flight requests finish for at most
-/// `--shutdown-drain-secs`, then returns, dropping whatever connections remain.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    stop: impl std::future::Future<Output = ()>,
-) {
-    let router = app(state.clone());
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(state.config.header_read_timeout);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(stop);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors, or a connection reset before it was accepted:
-                    // wait a moment instead of spinning.
-                    warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stop => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let connection =
-            graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                debug!(error = %e, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    state.set_ready(false);
-    let drain = state.config.shutdown_drain;
-    info!(
-        drain_secs = drain.as_secs(),
-        "shutting down: finishing in-flight requests"
-    );
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        warn!(
-            drain_secs = drain.as_secs(),
-            "in-flight requests did not finish within the drain deadline; closing their connections"
-        );
-    }
-}
-
-/// Serves `state` on `127.0.0.1:0` from a thread of its own until the process exits, with the
-/// same accept loop as [`run`]; returns the base URL (`http://127.0.0.1:PORT`). For tests and
-/// tools that need a real server in process.
-pub fn serve_in_background(state: AppState) -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    listener.set_nonblocking(true)?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let runtime = tokio::runtime::Runtime::new()?;
-    std::thread::Builder::new()
-        .name("stillweb-serve".into())
-        .spawn(move || {
-            runtime.block_on(async move {
-                match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => serve(listener, state, std::future::pending()).await,
-                    Err(e) => warn!(error = %e, "cannot serve in the background"),
-                }
-            });
-        })?;
-    Ok(url)
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
 }

@@ -686,6 +686,113 @@ fn slow_and_hostile_clients_do_not_lock_out_others_or_grow_memory() {
     drop(stuck);
 }
 
+/// SIGTERM waits for requests in flight, not for connections: idle keep-alive connections (as
+/// HAProxy and coordinators hold), fresh ones and ones part-way through their headers are closed
+/// at once, while a request whose handler started (here, one still sending its body) is answered
+/// before the server exits. The drain deadline and the header and body timeouts are far longer
+/// than the test waits, so a server that waited on connections fails it rather than racing it.
+#[test]
+fn sigterm_waits_for_requests_in_flight_and_closes_idle_connections() {
+    let Some(index) = samples_index() else { return };
+    let long = [
+        "--shutdown-drain-secs",
+        "300",
+        "--header-read-timeout-secs",
+        "300",
+        "--body-read-timeout-secs",
+        "300",
+    ];
+    let wait = Duration::from_secs(60);
+    // How long the server took to exit after SIGTERM, if it did within `wait`.
+    let stop = |server: &mut support::Server| -> Option<Duration> {
+        let sent = Instant::now();
+        let status = Command::new("kill")
+            .args(["-TERM", &server.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        while sent.elapsed() < wait {
+            if let Some(exit) = server.child.try_wait().expect("wait") {
+                assert!(exit.success(), "{exit:?}");
+                return Some(sent.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    };
+    let connections = |address: &str| -> Vec<TcpStream> {
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            // Keep-alive, idle after one answered request.
+            let mut c = TcpStream::connect(address).expect("connect");
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .expect("write");
+            let mut answer = [0u8; 12];
+            c.read_exact(&mut answer).expect("answer");
+            assert_eq!(&answer, b"HTTP/1.1 200");
+            open.push(c);
+        }
+        // Connected, nothing sent.
+        open.push(TcpStream::connect(address).expect("connect"));
+        // Half a request's headers.
+        let mut c = TcpStream::connect(address).expect("connect");
+        c.write_all(b"POST /v1/search HTTP/1.1\r\nHost:")
+            .expect("write");
+        open.push(c);
+        open
+    };
+
+    let mut server = spawn_server(index, &long);
+    let address = server.url.trim_start_matches("http://").to_string();
+    let idle = connections(&address);
+    std::thread::sleep(Duration::from_millis(200));
+    let took = stop(&mut server).expect("the server waited on connections with no request");
+    eprintln!("exited {took:?} after SIGTERM with only idle connections");
+    drop(idle);
+
+    let mut server = spawn_server(index, &long);
+    let address = server.url.trim_start_matches("http://").to_string();
+    let idle = connections(&address);
+    let body = json!({"query": "Anarchism", "k": 1}).to_string();
+    let (head, tail) = body.split_at(10);
+    let tail = tail.to_string();
+    let mut in_flight = TcpStream::connect(&address).expect("connect");
+    in_flight
+        .write_all(
+            format!(
+                "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{head}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .expect("write");
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = server.child.id();
+    let finish = std::thread::spawn(move || {
+        // The rest of the body a second after the signal: the server must still be there.
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the server exited with a request in flight"
+        );
+        in_flight
+            .write_all(tail.as_bytes())
+            .expect("write the rest");
+        in_flight
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let mut answer = String::new();
+        let _ = in_flight.read_to_string(&mut answer);
+        answer
+    });
+    let took = stop(&mut server).expect("the server did not exit once its request was answered");
+    let answer = finish.join().expect("the in-flight client");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(ANARCHISM), "{answer}");
+    assert!(took >= Duration::from_secs(1), "exited after {took:?}");
+    drop(idle);
+}
+
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read dir") {

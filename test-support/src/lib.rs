@@ -6,6 +6,8 @@
 //!   get it; elsewhere the test prints one `SKIPPED` line, also appended to the file named by
 //!   `STILLWEB_SKIP_LOG` (`scripts/test` prints their count at the end);
 //! - [`samples_index`]: the index of `corpus-manifests/samples.toml`, built once per test binary;
+//! - [`cached_build`]: an expensive test index built once for every test and test binary that
+//!   needs it, and kept between runs;
 //! - [`spawn_server`]: a server binary on `127.0.0.1:0`, killed when dropped;
 //! - [`agent`]: an HTTP agent that returns error statuses instead of failing on them.
 
@@ -100,6 +102,43 @@ pub fn samples_index() -> Option<&'static Path> {
         })
         .as_ref()
         .map(|(_, p)| p.as_path())
+}
+
+/// Builds `out` with `build` unless a finished copy is there (`done`: the file its build
+/// completes last), holding a lock beside it meanwhile: tests that need the same index at once,
+/// in one test binary or several, build it once, the others waiting for it. `out` is named by a
+/// content hash of everything that shapes it, so a finished copy is current. Logs the build's
+/// seconds to the file named by `STILLWEB_TIMING_LOG` (`scripts/test` prints them).
+pub fn cached_build(out: &Path, done: &Path, build: impl FnOnce()) {
+    let parent = out.parent().expect("a cached index has a parent directory");
+    std::fs::create_dir_all(parent).expect("create the test index cache");
+    let name = out
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let lock = std::fs::File::create(parent.join(format!(".{name}.lock"))).expect("lock file");
+    lock.lock().expect("lock the cached index");
+    if done.is_file() {
+        eprintln!("reusing cached index {}", out.display());
+        return;
+    }
+    let started = std::time::Instant::now();
+    build();
+    assert!(
+        done.is_file(),
+        "building {} did not write {}",
+        out.display(),
+        done.display()
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("built cached index {} in {seconds:.0} s", out.display());
+    if let Some(log) = std::env::var_os("STILLWEB_TIMING_LOG")
+        && let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+    {
+        let _ = file.write_all(format!("{name}\t{seconds:.1}\n").as_bytes());
+    }
 }
 
 /// A server process on a loopback port, killed when dropped (so a failing test does not leave

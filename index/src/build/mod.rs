@@ -2,6 +2,7 @@
 //! chunk, write both tantivy indexes into a temporary directory, verify counts and checksums, and
 //! publish by rename so that readers never see a half-built index.
 
+mod reuse;
 pub mod revector;
 pub(crate) mod vectors;
 
@@ -29,6 +30,7 @@ use crate::doc_ids::DocIdWriter;
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::schema::{ChunkFields, DocFields};
 use crate::shard::{GlobalOrds, ShardManifest, ShardOf, shard_of};
+use reuse::ReusedVectors;
 use vectors::ChunkVectorWriter;
 
 use crate::chunk_vectors::Precision;
@@ -60,6 +62,10 @@ pub struct BuildOptions {
     pub graph_threads: usize,
     /// Build only this shard of a set (see [`crate::shard`]).
     pub shard: Option<ShardOf>,
+    /// An earlier build (same model, engine and chunker; f32 chunk vectors) whose stored vectors
+    /// are taken for the documents it indexed unchanged, instead of embedding them again (see
+    /// `build/reuse.rs`).
+    pub reuse_vectors: Option<PathBuf>,
 }
 
 impl Default for BuildOptions {
@@ -73,6 +79,7 @@ impl Default for BuildOptions {
             chunk_precision: CHUNK_PRECISION,
             graph_threads: 0,
             shard: None,
+            reuse_vectors: None,
         }
     }
 }
@@ -293,31 +300,76 @@ struct Writers<'e> {
     dense: Option<DenseBuild<'e>>,
 }
 
-/// Chunk texts waiting to be embedded, and where their vectors go.
+/// Chunks waiting for their vectors, in chunk-id order, and where the vectors go.
 struct DenseBuild<'e> {
     embedder: &'e mut dyn Embedder,
     writer: ChunkVectorWriter,
-    pending: Vec<String>,
+    pending: Vec<Pending>,
+    /// How many of `pending` are texts to embed.
+    pending_texts: usize,
     chunk_counts: Vec<u32>,
+    reuse: Option<ReusedVectors>,
+}
+
+/// A chunk waiting to be written: its text to embed, or a vector an earlier build stored.
+enum Pending {
+    Embed(String),
+    Stored(Vec<f32>),
 }
 
 /// Chunks embedded per model call batch from the indexer.
 const EMBED_BATCH: usize = 1024;
 
 impl DenseBuild<'_> {
+    /// Queues the chunks of one document: `texts` to embed, unless `stored` has their vectors.
+    fn push(
+        &mut self,
+        texts: Vec<String>,
+        stored: Option<Vec<Vec<f32>>>,
+    ) -> Result<(), IndexError> {
+        match stored {
+            Some(vectors) => self
+                .pending
+                .extend(vectors.into_iter().map(Pending::Stored)),
+            None => {
+                self.pending_texts += texts.len();
+                self.pending.extend(texts.into_iter().map(Pending::Embed));
+            }
+        }
+        if self.pending_texts >= EMBED_BATCH || self.pending.len() >= 4 * EMBED_BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Embeds the queued texts in one model call and writes every queued vector in order.
     fn flush(&mut self) -> Result<(), IndexError> {
-        if self.pending.is_empty() {
-            return Ok(());
+        let texts: Vec<&str> = self
+            .pending
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Embed(text) => Some(text.as_str()),
+                Pending::Stored(_) => None,
+            })
+            .collect();
+        let mut embedded = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder
+                .embed_documents(&texts)
+                .map_err(|e| IndexError::Model(e.to_string()))?
         }
-        let texts: Vec<&str> = self.pending.iter().map(String::as_str).collect();
-        let vectors = self
-            .embedder
-            .embed_documents(&texts)
-            .map_err(|e| IndexError::Model(e.to_string()))?;
-        for v in &vectors {
-            self.writer.write(v)?;
+        .into_iter();
+        for pending in std::mem::take(&mut self.pending) {
+            let vector = match pending {
+                Pending::Stored(vector) => vector,
+                Pending::Embed(_) => embedded.next().ok_or_else(|| {
+                    IndexError::Model("the embedder returned fewer vectors than texts".into())
+                })?,
+            };
+            self.writer.write(&vector)?;
         }
-        self.pending.clear();
+        self.pending_texts = 0;
         Ok(())
     }
 }
@@ -357,11 +409,23 @@ fn build_into(
             embedder.dimension(),
             embedder.engine().to_string(),
         ));
+        let reuse = match &options.reuse_vectors {
+            Some(dir) => Some(ReusedVectors::open(
+                dir,
+                embedder.model_id(),
+                embedder.dimension(),
+                embedder.engine(),
+                &options.chunker,
+            )?),
+            None => None,
+        };
         writers.dense = Some(DenseBuild {
             writer: ChunkVectorWriter::create(tmp, embedder.dimension())?,
             embedder,
             pending: Vec::new(),
+            pending_texts: 0,
             chunk_counts: Vec::new(),
+            reuse,
         });
     }
     let mut stream = Stream {
@@ -387,6 +451,14 @@ fn build_into(
     let dense = match writers.dense.take() {
         Some(mut build) => {
             build.flush()?;
+            if let Some(reuse) = &build.reuse {
+                info!(
+                    from = %reuse.dir().display(),
+                    chunks = reuse.chunks,
+                    embedded = build.writer.written() - reuse.chunks,
+                    "reused stored chunk vectors"
+                );
+            }
             info!(
                 chunks = build.writer.written(),
                 "building the dense document index"
@@ -638,17 +710,23 @@ impl Writers<'_> {
             dense
                 .chunk_counts
                 .push(u32::try_from(chunks.len()).unwrap_or(u32::MAX));
+            let stored = match &mut dense.reuse {
+                Some(reuse) => reuse.vectors(url_key, &doc.title, &doc.text, chunks.len())?,
+                None => None,
+            };
+            // Embedded with its title, as BM25 indexes it: a chunk alone loses its context.
+            let texts = match stored {
+                Some(_) => Vec::new(),
+                None => chunks
+                    .iter()
+                    .map(|c| format!("{}\n{}", doc.title, c.slice(&doc.text)))
+                    .collect(),
+            };
+            dense.push(texts, stored)?;
         }
         for chunk in chunks {
             let c = self.chunk_fields;
             let text = chunk.slice(&doc.text);
-            if let Some(dense) = &mut self.dense {
-                // Embedded with its title, as BM25 indexes it: a chunk alone loses its context.
-                dense.pending.push(format!("{}\n{text}", doc.title));
-                if dense.pending.len() >= EMBED_BATCH {
-                    dense.flush()?;
-                }
-            }
             let mut cd = TantivyDocument::default();
             cd.add_u64(c.chunk_id, self.chunk_count);
             cd.add_u64(c.doc_ord, ord);

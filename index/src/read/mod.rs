@@ -301,8 +301,21 @@ impl SearchIndex {
         crate::analyzer::terms(&mut self.analyzer.clone(), text)
     }
 
-    /// The document whose normalised URL is `url_key`, if the corpus has it.
+    /// The document whose normalised URL is `url_key`, if the corpus has it, with its chunks'
+    /// spans.
     pub fn doc_by_url(&self, url_key: &str) -> Result<Option<StoredDoc>, IndexError> {
+        let Some((mut doc, ids)) = self.doc_and_chunks_by_url(url_key)? else {
+            return Ok(None);
+        };
+        doc.chunks = self.chunk_spans(ids);
+        Ok(Some(doc))
+    }
+
+    /// The document whose normalised URL is `url_key` and its chunk ids, if the index holds it.
+    pub(crate) fn doc_and_chunks_by_url(
+        &self,
+        url_key: &str,
+    ) -> Result<Option<(StoredDoc, std::ops::Range<u64>)>, IndexError> {
         let searcher = self.doc_reader.searcher();
         let query = TermQuery::new(
             Term::from_field_text(self.doc_fields.url_key, url_key),
@@ -312,25 +325,15 @@ impl SearchIndex {
         let Some((_, address)) = top.first() else {
             return Ok(None);
         };
-        let mut doc = self.stored_doc(&searcher, *address)?;
-        if let Some(local) = self.global_ords.local(doc.ord) {
-            doc.chunks = self.chunk_spans(local);
-        }
-        Ok(Some(doc))
+        let ids = self
+            .ord_at(*address)
+            .map_or(0..0, |local| self.chunk_range(local));
+        Ok(Some((self.stored_doc(&searcher, *address)?, ids)))
     }
 
-    /// The byte spans of document `local`'s (this index's ordinal) chunks in its body, in order.
-    fn chunk_spans(&self, local: u64) -> Vec<[u32; 2]> {
-        let Some(first) = self.chunk_offsets.get(local as usize).copied() else {
-            return Vec::new();
-        };
-        let last = self
-            .chunk_offsets
-            .get(local as usize + 1)
-            .copied()
-            .unwrap_or(first);
-        (first..last)
-            .filter_map(|id| self.chunk_span(id))
+    /// The byte spans in their page's body of chunks `ids`, in order.
+    fn chunk_spans(&self, ids: std::ops::Range<u64>) -> Vec<[u32; 2]> {
+        ids.filter_map(|id| self.chunk_span(id))
             .map(|(_, span)| {
                 [
                     u32::try_from(span.start).unwrap_or(u32::MAX),

@@ -86,6 +86,13 @@ impl DenseIndex {
         self.vectors.dot(query, id)
     }
 
+    /// Chunk `id`'s vector as stored (decoded).
+    pub(crate) fn chunk_vector(&self, id: u64) -> Vec<f32> {
+        let mut row = vec![0f32; self.vectors.dimension];
+        self.vectors.read_row(id, &mut row);
+        row
+    }
+
     /// The similarity of `query` and graph node `key`, read into `row`.
     fn node_similarity(&self, query: &[f32], key: u64, row: &mut [f32]) -> Result<f32, IndexError> {
         let found = self
