@@ -4,13 +4,33 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use stillweb_corpus::chunk::{ChunkerConfig, chunk_text};
 use stillweb_corpus::ingest::{self, Item, SourceContext};
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_corpus::url_norm::normalize_url;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long)]
+    manifest: PathBuf,
+    #[arg(long, value_enum)]
+    unit: Unit,
+    /// Stop after N lines.
+    #[arg(long)]
+    limit: Option<usize>,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Prints the count of what was written.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let corpus = CorpusManifest::load(&args.manifest)?;
+    println!("{}", export(&corpus, args.unit, args.limit, &args.out)?);
+    Ok(())
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Unit {
@@ -23,7 +43,7 @@ pub enum Unit {
 
 /// Writes up to `limit` units; returns how many were written. Duplicate URLs are skipped as the
 /// build skips them; bad records are skipped silently (the build reports them).
-pub fn export(
+fn export(
     manifest: &CorpusManifest,
     unit: Unit,
     limit: Option<usize>,

@@ -237,13 +237,7 @@ fn prepare_coordinator(
 /// The retrieval mode (hybrid when the index has vectors, else BM25, unless configured), with
 /// the search weights set from it.
 fn choose_mode(config: &mut Config, has_dense: bool) -> anyhow::Result<Mode> {
-    let mode = config
-        .mode
-        .unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
-    anyhow::ensure!(
-        !mode.uses_dense() || has_dense,
-        "--mode {mode:?} needs an index built with vectors; this one was built with --no-dense"
-    );
+    let mode = Mode::resolve(config.mode, has_dense).map_err(anyhow::Error::msg)?;
     config.mode = Some(mode);
     config.search.weights = mode.weights();
     Ok(mode)

@@ -104,6 +104,30 @@ impl Mode {
     pub fn uses_dense(self) -> bool {
         self != Mode::Bm25
     }
+
+    /// The mode a server or an evaluation runs over an index with (`has_dense`) or without
+    /// vectors: `requested`, else hybrid when it has them and BM25 when not. Refuses a mode
+    /// that needs vectors the index lacks, saying so.
+    pub fn resolve(requested: Option<Mode>, has_dense: bool) -> Result<Mode, String> {
+        let mode = requested.unwrap_or(if has_dense { Mode::Hybrid } else { Mode::Bm25 });
+        if mode.uses_dense() && !has_dense {
+            return Err(format!(
+                "--mode {} needs an index built with vectors; this one was built with --no-dense",
+                mode.name()
+            ));
+        }
+        Ok(mode)
+    }
+
+    /// The mode's name, as `--mode` and requests spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bm25 => "bm25",
+            Mode::Dense => "dense",
+            Mode::Hybrid => "hybrid",
+            Mode::Rerank => "rerank",
+        }
+    }
 }
 
 /// Chunks reranked per query unless configured otherwise: on two CPU cores a MiniLM-size
@@ -263,5 +287,22 @@ impl SearchIndex {
         weights: &Weights,
     ) -> PreparedQuery {
         PreparedQuery::new(parsed, vector, weights, self.dense().is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Mode;
+
+    #[test]
+    fn the_mode_follows_the_index_unless_asked_and_needs_vectors_it_uses() {
+        assert_eq!(Mode::resolve(None, true), Ok(Mode::Hybrid));
+        assert_eq!(Mode::resolve(None, false), Ok(Mode::Bm25));
+        assert_eq!(Mode::resolve(Some(Mode::Bm25), true), Ok(Mode::Bm25));
+        let refused = Mode::resolve(Some(Mode::Dense), false).expect_err("no vectors");
+        assert!(refused.starts_with("--mode dense needs"), "{refused}");
+        for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid, Mode::Rerank] {
+            assert_eq!(mode.name().parse::<Mode>(), Ok(mode));
+        }
     }
 }

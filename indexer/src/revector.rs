@@ -1,0 +1,49 @@
+//! `stillweb-indexer revector`: a copy of an index with its dense part changed from its stored
+//! chunk vectors, without embedding again.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use stillweb_index::chunk_vectors::Precision;
+use stillweb_index::dense::DocVectors;
+use stillweb_index::revector::{Revector, revector};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Index built with an embedder.
+    #[arg(long)]
+    index: PathBuf,
+    /// Output index directory (published by rename, like a build).
+    #[arg(long)]
+    out: PathBuf,
+    /// best-chunk, mean or lead (rebuilds the graph).
+    #[arg(long, required_unless_present = "chunk_vectors")]
+    doc_vectors: Option<DocVectors>,
+    /// f32, f16 or i8, no higher than the index's own.
+    #[arg(long)]
+    chunk_vectors: Option<Precision>,
+    /// Threads inserting the document graph; 0 = one per core, 1 = reproducible byte for byte.
+    #[arg(long, default_value_t = 0)]
+    graph_threads: usize,
+    /// Replace an existing index at --out.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Prints the new index's manifest (JSON).
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let change = Revector {
+        doc_vectors: args.doc_vectors,
+        chunk_precision: args.chunk_vectors,
+        graph_threads: args.graph_threads,
+    };
+    let manifest = revector(&args.index, &args.out, change, args.force).with_context(|| {
+        format!(
+            "changing the vectors of {} into {}",
+            args.index.display(),
+            args.out.display()
+        )
+    })?;
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
+    Ok(())
+}
