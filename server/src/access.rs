@@ -30,8 +30,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::compat::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::dialect::Dialect;
 
 /// The session namespace of every caller when the server takes no keys.
 pub const OPEN_NAMESPACE: &str = "-";

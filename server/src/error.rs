@@ -1,6 +1,6 @@
 //! The service's error vocabulary: one small code enum and the error every service call returns.
 //! No HTTP here: each API's status and body for a code are its dialect's
-//! ([`crate::compat::dialect::ErrorDialect`]).
+//! ([`crate::routes::dialect::ErrorDialect`]).
 
 use serde::Serialize;
 
@@ -138,13 +138,6 @@ impl ApiError {
             ErrorCode::Internal,
             "internal error; the cause is in the server log",
         )
-    }
-}
-
-impl From<crate::session::Unavailable> for ApiError {
-    fn from(e: crate::session::Unavailable) -> ApiError {
-        tracing::warn!(error = %e, "session store unavailable");
-        ApiError::new(ErrorCode::SessionStoreUnavailable, e.to_string())
     }
 }
 

@@ -136,7 +136,7 @@ pub fn app(state: AppState) -> Router {
         // `observe` reads every body within its route's limit; the extractors need not recount.
         .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
-        .layer(middleware::from_fn(compat::dialect::in_dialect))
+        .layer(middleware::from_fn(routes::error_layer::in_dialect))
         .layer(middleware::from_fn(routes::ops::request_id))
         .with_state(state)
 }

@@ -11,8 +11,9 @@ use std::process::Command;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use stillweb_server::ROUTES;
-use stillweb_server::compat::dialect::Dialect;
 use stillweb_server::error::ErrorCode;
+use stillweb_server::routes::dialect::Dialect;
+use stillweb_server::routes::error_layer::errors;
 use stillweb_test_support::Redis;
 use support::{Server, agent, client_python, samples_index, spawn_server};
 
@@ -150,9 +151,7 @@ fn every_protected_endpoint_wants_a_key_in_its_dialect() {
             assert!(headers.contains_key("www-authenticate"), "{method} {path}");
             let dialect = Dialect::of(&path);
             let expected =
-                dialect
-                    .errors()
-                    .body(ErrorCode::Unauthorized, StatusCode::UNAUTHORIZED, "message");
+                errors(dialect).body(ErrorCode::Unauthorized, StatusCode::UNAUTHORIZED, "message");
             assert_eq!(shape(&body), shape(&expected), "{method} {path}: {body}");
             // A key the server does not know is the same refusal.
             let (status, _, _) =

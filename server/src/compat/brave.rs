@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
+use crate::routes::dialect::ErrorDialect;
 use crate::service::search::MAX_K;
 use crate::service::{Query, answer};
 use crate::state::AppState;

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{clamp_count, new_request_id, with_domains};
-use crate::compat::dialect::{ErrorDialect, native_status};
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::dialect::{ErrorDialect, native_status};
 use crate::routes::{ApiJson, SessionSources};
 use crate::service::visit_many;
 use crate::service::{Query, answer};

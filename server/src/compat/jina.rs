@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
+use crate::routes::dialect::ErrorDialect;
 use crate::service::visit;
 use crate::state::AppState;
 

@@ -12,9 +12,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::compat::dialect::{Dialect, ErrorDialect};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
+use crate::routes::dialect::ErrorDialect;
 use crate::service::visit;
 use crate::service::{Query, answer};
 use crate::session::SessionId;
@@ -294,7 +294,7 @@ pub async fn delete(
     match request_session(&sources, &headers) {
         Ok(Some(session)) => match state.sessions.end(&session).await {
             Ok(_) => StatusCode::OK.into_response(),
-            Err(e) => Dialect::Mcp.error(&ApiError::from(e)),
+            Err(e) => Errors.render(&ApiError::from(e)),
         },
         Ok(None) => refuse(
             StatusCode::BAD_REQUEST,

@@ -14,12 +14,13 @@
 //! | Jina Reader | `GET /jina/{url}` |
 //! | MCP (streamable HTTP) | `POST /mcp` |
 //!
-//! Handlers answer errors as native [`crate::error::ApiError`]s; [`dialect::in_dialect`], the
-//! router's outermost layer, writes them (and the router's own 404/405s) in the dialect of the
-//! route prefix, so a handler never picks an error shape itself.
+//! Each module also says how its API writes errors (an `Errors` implementing
+//! [`crate::routes::dialect::ErrorDialect`]). Handlers answer errors as native
+//! [`crate::error::ApiError`]s; [`crate::routes::error_layer::in_dialect`], the router's outermost
+//! layer, writes them (and the router's own 404/405s) in the dialect of the route prefix, so a
+//! handler never picks an error shape itself. Nothing outside the router imports these modules.
 
 pub mod brave;
-pub mod dialect;
 pub mod exa;
 pub mod jina;
 pub mod mcp;

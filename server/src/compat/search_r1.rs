@@ -18,8 +18,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::dialect::ErrorDialect;
 use crate::routes::{ApiJson, SessionSources};
 use crate::service::Query;
 use crate::service::answer_many;

@@ -12,9 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::compat::dialect::ErrorDialect;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
+use crate::routes::dialect::ErrorDialect;
 use crate::service::search::MAX_K;
 use crate::service::{Query, answer};
 use crate::state::AppState;

@@ -1,6 +1,8 @@
 //! HTTP handlers, one module per endpoint group.
 
 pub mod batch;
+pub mod dialect;
+pub mod error_layer;
 pub mod health;
 pub mod ops;
 pub mod rerank;

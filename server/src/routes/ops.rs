@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::access::{Caller, Guard, Refusal};
-use crate::compat::dialect::Dialect;
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::dialect::Dialect;
 use crate::state::{AppState, Backend};
 
 pub const REQUEST_ID: &str = "x-request-id";

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
+use crate::error::{ApiError, ErrorCode};
 pub use memory::MemorySessions;
 pub use redis::RedisSessions;
 
@@ -24,6 +25,13 @@ pub use redis::RedisSessions;
 pub struct Unavailable {
     pub store: String,
     pub reason: String,
+}
+
+impl From<Unavailable> for ApiError {
+    fn from(e: Unavailable) -> ApiError {
+        tracing::warn!(error = %e, "session store unavailable");
+        ApiError::new(ErrorCode::SessionStoreUnavailable, e.to_string())
+    }
 }
 
 /// A session as the stores know it: the id a client chose, in the namespace of the API key it
