@@ -67,6 +67,29 @@ pub struct DenseManifest {
 }
 
 impl DenseManifest {
+    /// Refuses a query embedder other than the model these vectors came from, and warns (naming
+    /// `whose` vectors) when the same model runs on another engine than the build's.
+    pub fn check_embedder(
+        &self,
+        model_id: &str,
+        dimension: usize,
+        engine: &str,
+        whose: &dyn std::fmt::Display,
+    ) -> Result<(), crate::IndexError> {
+        if let Some(warning) = self.engine_mismatch(engine) {
+            tracing::warn!(index = %whose, "{warning}");
+        }
+        if self.model_id != model_id || self.dimension != dimension {
+            return Err(crate::IndexError::ModelMismatch {
+                index_model: self.model_id.clone(),
+                index_dimension: self.dimension,
+                model: model_id.to_string(),
+                dimension,
+            });
+        }
+        Ok(())
+    }
+
     /// Why querying these vectors with `engine` is not what the build did, if it is not: the
     /// same model on another engine gives slightly different vectors (int8 rounding), so
     /// rankings shift a little against the measured ones.

@@ -164,6 +164,17 @@ impl ApiError {
     }
 }
 
+/// A failure inside the index's stages: a reranker tier that did not answer is
+/// `rerank_unavailable`, anything else internal.
+impl From<stillweb_index::IndexError> for ApiError {
+    fn from(e: stillweb_index::IndexError) -> ApiError {
+        match e {
+            stillweb_index::IndexError::RerankUnavailable(why) => ApiError::rerank_unavailable(why),
+            e => ApiError::internal(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ErrorCode;

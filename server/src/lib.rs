@@ -8,6 +8,7 @@ pub mod access;
 mod cache;
 pub mod compat;
 pub mod config;
+pub mod corpus;
 pub mod error;
 pub mod gold;
 pub mod ids;
@@ -29,6 +30,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
+use std::sync::Arc;
 use stillweb_index::checksums::Verified;
 use stillweb_index::search::Mode;
 use stillweb_index::{Retriever, SearchIndex};
@@ -39,9 +41,9 @@ use tracing::{info, warn};
 
 pub use config::{Args, Config, Source};
 pub use listen::{serve, serve_in_background};
-pub use state::{AppState, Backend};
+pub use state::AppState;
 
-use sharding::Coordinator;
+use corpus::{Corpus, CorpusInfo, Part};
 use sharding::replicas::ReplicaSet;
 
 /// Every (method, path) that [`app`] serves, as `openapi.yaml` writes it; the description must
@@ -110,10 +112,7 @@ pub fn app(state: AppState) -> Router {
                 .delete(compat::mcp::delete),
         );
     // A shard server also answers its coordinator's stage calls.
-    let is_shard = state
-        .local_index()
-        .is_some_and(|index| index.manifest().shard.is_some());
-    let shard_api = if is_shard {
+    let shard_api = if state.corpus.shard_index().is_some() {
         sharding::serve::routes()
     } else {
         Router::new()
@@ -192,12 +191,15 @@ fn prepare_index(mut config: Config, dir: &std::path::Path) -> anyhow::Result<Ap
         shard = ?manifest.shard,
         "index opened"
     );
-    let retriever = Retriever::new(std::sync::Arc::new(index), embedder, reranker)?;
-    let warm = retriever
+    let index = Arc::new(index);
+    // The warm-up runs the pipeline in place, so the first request is not slow.
+    let warm = Retriever::new(Arc::clone(&index), embedder.clone(), reranker.clone())?
         .search(&stillweb_index::parse("warm up"), &config.search)
         .context("warm-up query failed")?;
     info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let state = AppState::new(Backend::Index(std::sync::Arc::new(retriever)), config)?;
+    let info = CorpusInfo::of_index(&index);
+    let corpus = Corpus::new(vec![Part::Local(index)], info, embedder, reranker)?;
+    let state = AppState::new(corpus, config)?;
     state.set_ready(true);
     Ok(state)
 }
@@ -227,9 +229,10 @@ fn prepare_coordinator(
         .collect();
     sharding::replicas::watch(sets.clone(), Duration::from_millis(500))
         .context("cannot start the shard health checks")?;
-    let coordinator = Coordinator::new(sets, set, embedder, reranker)?;
+    let parts = sets.into_iter().map(Part::Remote).collect();
+    let corpus = Corpus::new(parts, set, embedder, reranker)?;
     info!(shards = shards.len(), mode = ?mode, "coordinating");
-    let state = AppState::new(Backend::Shards(std::sync::Arc::new(coordinator)), config)?;
+    let state = AppState::new(corpus, config)?;
     state.set_ready(true);
     Ok(state)
 }

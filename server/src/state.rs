@@ -3,14 +3,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stillweb_index::{Retriever, SearchIndex, SearchResults};
-
-use crate::sharding::Coordinator;
+use stillweb_index::SearchResults;
 use tokio::sync::Semaphore;
 
 use crate::cache::LruCache;
 use crate::config::Config;
 use crate::config::SessionStore;
+use crate::corpus::Corpus;
 use crate::metrics::Metrics;
 use crate::pool::SearchPool;
 use crate::session::{MemorySessions, RedisSessions, Sessions};
@@ -18,8 +17,9 @@ use crate::session::{MemorySessions, RedisSessions, Sessions};
 /// Shared application state (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// What answers searches and visits: an index, or a coordinator over a shard set.
-    pub backend: Backend,
+    /// What answers searches and visits: the corpus's parts (an index, or a coordinator's
+    /// shards) with the models that search them.
+    pub corpus: Arc<Corpus>,
     pub sessions: Arc<Sessions>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
@@ -33,57 +33,8 @@ pub struct AppState {
     ready: Arc<AtomicBool>,
 }
 
-/// What a server searches.
-#[derive(Debug, Clone)]
-pub enum Backend {
-    /// The index with its query embedder and reranker: every search runs through it.
-    Index(Arc<Retriever>),
-    /// The shards of a set, through a coordinator (which holds the models).
-    Shards(Arc<Coordinator>),
-}
-
-impl Backend {
-    /// The build id of the index (or shard set) that answers.
-    pub fn build_id(&self) -> &str {
-        match self {
-            Backend::Index(r) => &r.index().manifest().build_id,
-            Backend::Shards(c) => &c.set.build_id,
-        }
-    }
-
-    pub fn embedder_id(&self) -> Option<&str> {
-        match self {
-            Backend::Index(r) => r.embedder_id(),
-            Backend::Shards(c) => c.embedder_id(),
-        }
-    }
-
-    pub fn reranker_id(&self) -> Option<&str> {
-        match self {
-            Backend::Index(r) => r.reranker_id(),
-            Backend::Shards(c) => c.reranker_id(),
-        }
-    }
-
-    /// The query embedder, if this server embeds queries.
-    pub fn embedder(&self) -> Option<&stillweb_models::worker::EmbedWorker> {
-        match self {
-            Backend::Index(r) => r.embedder(),
-            Backend::Shards(c) => c.embedder(),
-        }
-    }
-
-    /// The reranker that reranks this server's searches, if it has one.
-    pub fn reranker(&self) -> Option<&stillweb_models::worker::RerankWorker> {
-        match self {
-            Backend::Index(r) => r.reranker(),
-            Backend::Shards(c) => c.reranker(),
-        }
-    }
-}
-
 impl AppState {
-    pub fn new(backend: Backend, config: Config) -> anyhow::Result<AppState> {
+    pub fn new(corpus: Corpus, config: Config) -> anyhow::Result<AppState> {
         let sessions = match &config.session_store {
             SessionStore::Memory => Sessions::Memory(MemorySessions::new(config.sessions.clone())),
             SessionStore::Redis {
@@ -100,7 +51,7 @@ impl AppState {
             metrics.enable_gold();
         }
         Ok(AppState {
-            backend,
+            corpus: Arc::new(corpus),
             metrics,
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
@@ -121,15 +72,7 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
-    /// The server's own index (`None` on a coordinator).
-    pub fn local_index(&self) -> Option<&Arc<SearchIndex>> {
-        match &self.backend {
-            Backend::Index(r) => Some(r.index()),
-            Backend::Shards(_) => None,
-        }
-    }
-
     pub fn build_id(&self) -> &str {
-        self.backend.build_id()
+        self.corpus.build_id()
     }
 }

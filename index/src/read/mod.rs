@@ -255,24 +255,9 @@ impl SearchIndex {
         dimension: usize,
         engine: &str,
     ) -> Result<(), IndexError> {
-        if let Some(warning) = self
-            .manifest
-            .dense
-            .as_ref()
-            .and_then(|d| d.engine_mismatch(engine))
-        {
-            tracing::warn!(index = %self.dir.display(), "{warning}");
-        }
         match &self.manifest.dense {
-            Some(d) if d.model_id != model_id || d.dimension != dimension => {
-                Err(IndexError::ModelMismatch {
-                    index_model: d.model_id.clone(),
-                    index_dimension: d.dimension,
-                    model: model_id.to_string(),
-                    dimension,
-                })
-            }
-            _ => Ok(()),
+            Some(d) => d.check_embedder(model_id, dimension, engine, &self.dir.display()),
+            None => Ok(()),
         }
     }
 

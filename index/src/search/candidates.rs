@@ -2,7 +2,7 @@
 //! each select their best documents under the query's page filter; the result is plain data
 //! (ordinals with raw scores), so candidates from several shards can be merged by score.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,46 @@ impl Candidates {
     /// Every candidate's raw document BM25 (those that match a query term).
     pub fn doc_bm25(&self) -> Vec<(u64, f32)> {
         self.bm25.iter().chain(&self.dense_bm25).copied().collect()
+    }
+
+    /// The stage-1 answers of a corpus's parts merged as one index holding all their documents
+    /// would have answered: each retriever's best `limit` over all parts (score, then ordinal),
+    /// the document BM25 of the dense candidates that BM25 did not select, and the part (its
+    /// position in `parts`) that owns each candidate.
+    pub fn merge(parts: Vec<Candidates>, limit: usize) -> (Candidates, HashMap<u64, usize>) {
+        let mut owners = HashMap::new();
+        let mut merged = Candidates::default();
+        let mut bm25_of: HashMap<u64, f32> = HashMap::new();
+        let (mut bm25, mut dense) = (Vec::new(), Vec::new());
+        for (part, found) in parts.into_iter().enumerate() {
+            merged.relaxed |= found.relaxed;
+            merged.filter_time = merged.filter_time.max(found.filter_time);
+            for &(doc, score) in found.bm25.iter().chain(&found.dense_bm25) {
+                bm25_of.insert(doc, score);
+            }
+            for &(doc, _) in found.bm25.iter().chain(&found.dense) {
+                owners.insert(doc, part);
+            }
+            bm25.extend(found.bm25);
+            dense.extend(found.dense);
+        }
+        for list in [&mut bm25, &mut dense] {
+            list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            list.truncate(limit);
+        }
+        let lexical: HashSet<u64> = bm25.iter().map(|c| c.0).collect();
+        let mut dense_bm25: Vec<(u64, f32)> = dense
+            .iter()
+            .filter(|c| !lexical.contains(&c.0))
+            .filter_map(|c| Some((c.0, *bm25_of.get(&c.0)?)))
+            .collect();
+        dense_bm25.sort_by_key(|c| c.0);
+        merged.bm25 = bm25;
+        merged.dense = dense;
+        merged.dense_bm25 = dense_bm25;
+        let nearest: HashSet<u64> = merged.dense.iter().map(|c| c.0).collect();
+        owners.retain(|doc, _| lexical.contains(doc) || nearest.contains(doc));
+        (merged, owners)
     }
 }
 
@@ -259,5 +299,38 @@ impl SegmentCollector for SortedOrdsSegment {
 
     fn harvest(self) -> Vec<u64> {
         self.found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_candidates_keep_each_retrievers_global_best_and_their_owners() {
+        let a = Candidates {
+            bm25: vec![(4, 9.0), (0, 5.0)],
+            dense: vec![(7, 0.9), (4, 0.5)],
+            dense_bm25: vec![(7, 1.0)],
+            ..Candidates::default()
+        };
+        let b = Candidates {
+            bm25: vec![(3, 9.0), (5, 6.0)],
+            dense: vec![(5, 0.8), (8, 0.7)],
+            dense_bm25: vec![],
+            relaxed: true,
+            ..Candidates::default()
+        };
+        let (merged, owners) = Candidates::merge(vec![a, b], 3);
+        // Ties by ordinal.
+        assert_eq!(merged.bm25, vec![(3, 9.0), (4, 9.0), (5, 6.0)]);
+        assert_eq!(merged.dense, vec![(7, 0.9), (5, 0.8), (8, 0.7)]);
+        // 7's BM25 came with part a's dense candidates; 8 matches no term; 5 is in bm25.
+        assert_eq!(merged.dense_bm25, vec![(7, 1.0)]);
+        assert!(merged.relaxed);
+        assert_eq!(owners[&4], 0);
+        assert_eq!(owners[&8], 1);
+        assert!(!owners.contains_key(&0), "0 fell out of the global best");
+        assert_eq!(merged.ordinals(), vec![3, 4, 5, 7, 8]);
     }
 }

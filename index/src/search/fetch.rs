@@ -93,11 +93,15 @@ impl SearchIndex {
     /// The results for `ranked` (documents of this index, in order), as [`Pages::hits`] makes
     /// them: what a shard returns for the documents it owns.
     pub fn hits(&self, ranked: &[Ranked]) -> Result<Vec<Hit>, IndexError> {
-        let mut pages = Pages::default();
+        self.hits_into(ranked, &mut Pages::default())
+    }
+
+    /// [`SearchIndex::hits`], reading only what `pages` lacks (and keeping it there).
+    pub fn hits_into(&self, ranked: &[Ranked], pages: &mut Pages) -> Result<Vec<Hit>, IndexError> {
         self.fetch(
             ranked.iter().map(|r| r.doc),
             ranked.iter().filter_map(|r| r.chunk),
-            &mut pages,
+            pages,
         )?;
         Ok(pages.hits(ranked))
     }
@@ -105,11 +109,19 @@ impl SearchIndex {
     /// The reranker's passage for each `(document, chunk)` ([`passage`]); `None` for one this
     /// index does not hold.
     pub fn passages(&self, chunks: &[(u64, u64)]) -> Result<Vec<Option<String>>, IndexError> {
-        let mut pages = Pages::default();
+        self.passages_into(chunks, &mut Pages::default())
+    }
+
+    /// [`SearchIndex::passages`], reading only what `pages` lacks (and keeping it there).
+    pub fn passages_into(
+        &self,
+        chunks: &[(u64, u64)],
+        pages: &mut Pages,
+    ) -> Result<Vec<Option<String>>, IndexError> {
         self.fetch(
             chunks.iter().map(|c| c.0),
             chunks.iter().map(|c| c.1),
-            &mut pages,
+            pages,
         )?;
         Ok(chunks.iter().map(|&(d, c)| pages.passage(d, c)).collect())
     }

@@ -1,14 +1,15 @@
 //! Two-stage hybrid retrieval, as explicit stages over plain data.
 //!
-//! A [`Retriever`] runs one search as a pipeline; every stage is a function a test (and, across
-//! shards, a coordinator) can call alone, and the data between stages is document ordinals,
-//! chunk ids and raw scores, never tantivy handles:
+//! [`pipeline::search`] runs one search over the parts of a corpus (one index, the shards of a
+//! set, a base and its overlays); [`Retriever`] runs it in place over one index. Every stage is a
+//! function a test (and a shard server) can call alone, and the data between stages is document
+//! ordinals, chunk ids and raw scores, never tantivy handles:
 //!
-//! 1. **parse** ([`crate::query::parse`]) and [`prepare`](crate::SearchIndex::prepare): the
-//!    query's operators, analysed terms and (embedded once, by [`Retriever::embed`]) vector;
+//! 1. **parse** ([`crate::query::parse`]) and [`PreparedQuery::new`]: the query's operators,
+//!    analysed terms and (embedded once, where the pipeline decides) vector;
 //! 2. **candidates** ([`candidates`]): BM25 over `content` (title + body) and the dense document
 //!    index each select `candidates` documents, under the operators' page filter, with their raw
-//!    scores ([`Candidates`]);
+//!    scores ([`Candidates`]), merged over the parts ([`Candidates::merge`]);
 //! 3. **chunk scores** ([`chunks`]): every chunk of the candidates, its raw BM25 (title + chunk
 //!    text) and exact cosine with the query ([`ChunkScore`]);
 //! 4. **rank** ([`rank`], pure): each signal min-max normalised over the pool, weighted; each
@@ -26,6 +27,7 @@ pub mod chunks;
 pub mod explain;
 pub mod fetch;
 pub mod filter;
+pub mod pipeline;
 pub mod rank;
 mod retriever;
 
@@ -39,7 +41,7 @@ pub use candidates::Candidates;
 pub use chunks::ChunkScore;
 pub use filter::{FilterCounts, FilterPlan};
 pub use rank::{Ranked, Ranking};
-pub use retriever::{Retriever, Stage, Staged, rerank_error};
+pub use retriever::{Retriever, rerank_error};
 
 /// The time since `clock`, which restarts: one stage's time in a pipeline's timings.
 pub fn lap(clock: &mut std::time::Instant) -> std::time::Duration {

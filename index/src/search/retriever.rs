@@ -1,19 +1,21 @@
-//! The search pipeline: one value that owns the index, the query embedder and the optional
-//! reranker, and runs the stages in order. Every caller (the server, evaluation, benchmarks)
-//! searches through it, so a query is embedded in one place and the stages cannot drift.
+//! The pipeline run in place: one index with the models that search it, every stage on the
+//! calling thread. Evaluation, benchmarks and tests search through it; it runs the same
+//! [`pipeline::search`] the server runs over its parts.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
-
-use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use stillweb_model_core::ModelError;
+use stillweb_model_core::worker::{EmbedWorker, RerankWorker};
 
-use super::explain::explain;
 use super::fetch::Pages;
-use super::rank::{PoolEntry, Ranking, apply_rerank, rank, rerank_pool};
-use super::{Candidates, ChunkScore, SearchParams, SearchResults, Weights, lap};
-use crate::fusion::Fusion;
+use super::pipeline::{self, Models, Part};
+use super::rank::Ranked;
+use super::{
+    Candidates, ChunkScore, FilterCounts, FilterPlan, Hit, PreparedQuery, SearchParams,
+    SearchResults,
+};
 use crate::query::ParsedQuery;
 use crate::{IndexError, SearchIndex};
 
@@ -46,31 +48,15 @@ impl Retriever {
         &self.index
     }
 
-    /// The query embedder's model id, if the retriever has one.
-    pub fn embedder_id(&self) -> Option<&str> {
-        self.embedder.as_ref().map(EmbedWorker::model_id)
-    }
-
-    /// The query embedder, if the retriever has one.
-    pub fn embedder(&self) -> Option<&EmbedWorker> {
-        self.embedder.as_ref()
-    }
-
-    /// The reranker, if the retriever has one.
-    pub fn reranker(&self) -> Option<&RerankWorker> {
-        self.reranker.as_ref()
-    }
-
     /// The reranker's model id, if the retriever has one.
     pub fn reranker_id(&self) -> Option<&str> {
         self.reranker.as_ref().map(|r| r.model_id())
     }
 
-    /// The query's vector: `None` without an embedder or for blank text. The one place a
-    /// query is embedded (one query per model call, so its vector never depends on others).
+    /// The query's vector: `None` without an embedder or for blank text.
     pub fn embed(&self, text: &str) -> Result<Option<Vec<f32>>, IndexError> {
         match &self.embedder {
-            Some(e) if self.embeds(text) => e
+            Some(e) if !text.trim().is_empty() => e
                 .embed_query(text)
                 .map(Some)
                 .map_err(|e| IndexError::Model(e.to_string())),
@@ -78,206 +64,151 @@ impl Retriever {
         }
     }
 
-    /// Whether [`Retriever::embed`] gives `text` a vector: with an embedder, for text that is
-    /// not blank (callers that cache vectors ask first).
-    pub fn embeds(&self, text: &str) -> bool {
-        self.embedder.is_some() && !text.trim().is_empty()
-    }
-
-    /// Embeds the query (when the parameters use vectors) and runs every stage.
+    /// Runs [`pipeline::search`] over the index, on this thread.
     pub fn search(
         &self,
         query: &ParsedQuery,
         params: &SearchParams,
     ) -> Result<SearchResults, IndexError> {
-        let started = Instant::now();
-        let vector = if params.weights.dense_chunk > 0.0 {
-            self.embed(&query.text)?
-        } else {
-            None
+        let models = InPlaceModels {
+            retriever: self,
+            given: None,
         };
-        let embed = started.elapsed();
-        let mut results = self.search_embedded(query, vector, params)?;
-        results.timings.embed = embed;
-        Ok(results)
+        self.run(&models, query, params)
     }
 
-    /// Runs every stage with a query vector computed earlier (by [`Retriever::embed`], perhaps
-    /// through a cache): parse → candidates → chunk scores → rank → rerank → fetch.
+    /// [`Retriever::search`] with the query vector computed earlier (`None`: no vector).
     pub fn search_embedded(
         &self,
         query: &ParsedQuery,
         vector: Option<Vec<f32>>,
         params: &SearchParams,
     ) -> Result<SearchResults, IndexError> {
-        let mut staged = match self.stage(query, vector, params)? {
-            Stage::Done(results) => return Ok(results),
-            Stage::Rerank(staged) => staged,
+        let models = InPlaceModels {
+            retriever: self,
+            given: Some(vector),
         };
-        let scores = match (self.reranker.as_ref(), staged.take_pool()) {
-            (Some(reranker), Some((text, passages))) => {
-                Some(reranker.rerank(&text, passages).map_err(rerank_error)?)
-            }
-            _ => None,
-        };
-        self.finish(staged, scores)
+        self.run(&models, query, params)
     }
 
-    /// The stages up to reranking: either finished results (nothing to rerank, or nothing
-    /// found), or a search waiting for its rerank pool's scores ([`Staged::take_pool`]), to be
-    /// completed by [`Retriever::finish`]. Callers that await the reranker (the server) hold no
-    /// thread while the pool waits for its batch.
-    pub fn stage(
+    fn run(
+        &self,
+        models: &InPlaceModels<'_>,
+        query: &ParsedQuery,
+        params: &SearchParams,
+    ) -> Result<SearchResults, IndexError> {
+        let part = [InPlace(&self.index)];
+        let dense = self.index.dense().is_some();
+        block_on(pipeline::search(&part, dense, models, query, params))
+    }
+}
+
+/// The retriever's models called on this thread; `given`: a query vector computed earlier
+/// instead of the embedder.
+struct InPlaceModels<'a> {
+    retriever: &'a Retriever,
+    given: Option<Option<Vec<f32>>>,
+}
+
+impl Models for InPlaceModels<'_> {
+    type Error = IndexError;
+
+    fn embeds(&self) -> bool {
+        match &self.given {
+            Some(vector) => vector.is_some(),
+            None => self.retriever.embedder.is_some(),
+        }
+    }
+
+    fn reranks(&self) -> bool {
+        self.retriever.reranker.is_some()
+    }
+
+    fn embed(&self, text: &str) -> impl Future<Output = Result<Vec<f32>, IndexError>> + Send {
+        let vector = match &self.given {
+            Some(given) => Ok(given.clone()),
+            None => self.retriever.embed(text),
+        };
+        std::future::ready(
+            vector.and_then(|v| v.ok_or_else(|| IndexError::Model("no query vector".into()))),
+        )
+    }
+
+    fn rerank(
+        &self,
+        query: &str,
+        passages: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<f32>, IndexError>> + Send {
+        std::future::ready(match &self.retriever.reranker {
+            Some(r) => r.rerank(query, passages).map_err(rerank_error),
+            None => Err(IndexError::Model("no reranker".into())),
+        })
+    }
+}
+
+/// An index as a part searched on the calling thread: every call is done when it returns.
+struct InPlace<'a>(&'a SearchIndex);
+
+impl Part for InPlace<'_> {
+    type Error = IndexError;
+
+    fn filter_counts(
         &self,
         query: &ParsedQuery,
-        vector: Option<Vec<f32>>,
-        params: &SearchParams,
-    ) -> Result<Stage, IndexError> {
-        let mut results = SearchResults::default();
-        let prepared = self.index.prepare(query.clone(), vector, &params.weights);
-        if params.k == 0 || prepared.is_empty() {
-            return Ok(Stage::Done(results));
-        }
-        let mut clock = Instant::now();
-        let candidates = self.index.candidates(&prepared, params.candidates)?;
-        results.relaxed = candidates.relaxed;
-        results.timings.filter = candidates.filter_time;
-        results.timings.candidates = lap(&mut clock).saturating_sub(candidates.filter_time);
-        let docs = candidates.ordinals();
-        if docs.is_empty() {
-            return Ok(Stage::Done(results));
-        }
-
-        let chunks = self.index.chunk_scores(&prepared, &docs)?;
-        let ranking = rank(
-            &candidates.doc_bm25(),
-            &chunks,
-            params.weights,
-            params.fusion,
-        );
-        results.timings.chunks = lap(&mut clock);
-        let fused = params.explain.then(|| ranking.clone());
-
-        let mut pages = Pages::default();
-        let (mut pool, mut passages) = (Vec::new(), Vec::new());
-        if self.reranker.is_some() && params.rerank_pool > 0 {
-            let entries = rerank_pool(&ranking, params.rerank_pool);
-            self.index.fetch(
-                entries.iter().map(|e| e.doc),
-                entries.iter().map(|e| e.chunk),
-                &mut pages,
-            )?;
-            (pool, passages) = entries
-                .into_iter()
-                .filter_map(|e| Some((e, pages.passage(e.doc, e.chunk)?)))
-                .unzip();
-        }
-        Ok(Stage::Rerank(Staged {
-            results,
-            candidates,
-            chunks,
-            ranking,
-            fused,
-            pages,
-            pool,
-            passages: (!passages.is_empty()).then(|| (query.text.clone(), passages)),
-            clock,
-            k: params.k,
-            weights: params.weights,
-            fusion: params.fusion,
-        }))
+    ) -> impl Future<Output = Result<FilterCounts, IndexError>> + Send {
+        std::future::ready(self.0.filter_counts(query))
     }
 
-    /// Completes a staged search with its pool's rerank scores (`None`: not reranked).
-    pub fn finish(
+    fn candidates(
         &self,
-        staged: Staged,
-        scores: Option<Vec<f32>>,
-    ) -> Result<SearchResults, IndexError> {
-        let Staged {
-            mut results,
-            candidates,
-            chunks,
-            mut ranking,
-            fused,
-            mut pages,
-            pool,
-            mut clock,
-            ..
-        } = staged;
-        let (pool_used, pool_scores) = match scores {
-            Some(scores) if scores.len() == pool.len() => {
-                ranking.ranked = apply_rerank(ranking.ranked, &pool, &scores);
-                (pool, scores)
-            }
-            Some(scores) => {
-                return Err(IndexError::Model(format!(
-                    "{} rerank scores for a pool of {}",
-                    scores.len(),
-                    pool.len()
-                )));
-            }
-            None => (Vec::new(), Vec::new()),
-        };
-        results.timings.rerank = lap(&mut clock);
+        query: &PreparedQuery,
+        limit: usize,
+        plan: Option<FilterPlan>,
+    ) -> impl Future<Output = Result<Candidates, IndexError>> + Send {
+        std::future::ready(self.0.candidates_planned(query, limit, plan))
+    }
 
-        ranking.ranked.truncate(staged.k);
-        if let Some(fused) = &fused {
-            results.explained = Some(explain(
-                &ranking.ranked,
-                &candidates,
-                &chunks,
-                fused,
-                (&pool_used, &pool_scores),
-                staged.weights,
-                staged.fusion,
-            ));
-        }
-        self.index.fetch(
-            ranking.ranked.iter().map(|r| r.doc),
-            ranking.ranked.iter().filter_map(|r| r.chunk),
-            &mut pages,
-        )?;
-        results.hits = pages.hits(&ranking.ranked);
-        results.timings.fetch = lap(&mut clock);
-        Ok(results)
+    fn chunk_scores(
+        &self,
+        query: &PreparedQuery,
+        docs: Vec<u64>,
+    ) -> impl Future<Output = Result<Vec<ChunkScore>, IndexError>> + Send {
+        std::future::ready(self.0.chunk_scores(query, &docs))
+    }
+
+    fn passages(
+        &self,
+        chunks: Vec<(u64, u64)>,
+        pages: &mut Pages,
+    ) -> impl Future<Output = Result<Vec<Option<String>>, IndexError>> + Send {
+        std::future::ready(self.0.passages_into(&chunks, pages))
+    }
+
+    fn hits(
+        &self,
+        ranked: Vec<Ranked>,
+        pages: &mut Pages,
+    ) -> impl Future<Output = Result<Vec<Hit>, IndexError>> + Send {
+        std::future::ready(self.0.hits_into(&ranked, pages))
     }
 }
 
-/// Where [`Retriever::stage`] stopped.
-#[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "made and moved once per search; boxing would only add an allocation"
-)]
-pub enum Stage {
-    /// Nothing left to do.
-    Done(SearchResults),
-    /// Ranked, with (perhaps) a pool to rerank; finish with [`Retriever::finish`].
-    Rerank(Staged),
-}
-
-/// A search ranked up to reranking.
-#[derive(Debug)]
-pub struct Staged {
-    results: SearchResults,
-    candidates: Candidates,
-    chunks: Vec<ChunkScore>,
-    ranking: Ranking,
-    fused: Option<Ranking>,
-    pages: Pages,
-    pool: Vec<PoolEntry>,
-    passages: Option<(String, Vec<String>)>,
-    clock: Instant,
-    k: usize,
-    weights: Weights,
-    fusion: Fusion,
-}
-
-impl Staged {
-    /// The query text and the pool's passages to rerank, once (`None`: nothing to rerank).
-    pub fn take_pool(&mut self) -> Option<(String, Vec<String>)> {
-        self.passages.take()
+/// Polls `future` to completion on this thread, parking while it waits.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::access::{Caller, Guard, Refusal};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::Dialect;
-use crate::state::{AppState, Backend};
+use crate::state::AppState;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -206,10 +206,10 @@ fn refused(state: &AppState, refusal: Refusal) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = state.metrics.render(state.sessions.active().await.ok());
     let mut batchers = Vec::new();
-    if let Some(reranker) = state.backend.reranker() {
+    if let Some(reranker) = state.corpus.reranker() {
         batchers.push(("reranker", reranker.batch_stats()));
     }
-    if let Some(stats) = state.backend.embedder().and_then(|e| e.batch_stats()) {
+    if let Some(stats) = state.corpus.embedder().and_then(|e| e.batch_stats()) {
         batchers.push(("query_embedder", stats));
     }
     crate::metrics::render_batches(&mut text, &batchers);
@@ -224,48 +224,42 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 pub async fn info(State(state): State<AppState>) -> Json<Value> {
-    let index = match &state.backend {
-        Backend::Index(retriever) => {
-            let manifest = retriever.index().manifest();
+    let corpus = &state.corpus;
+    let about = &corpus.info;
+    let mut index = json!({
+        "build_id": about.build_id,
+        "corpus": about.corpus_name,
+        "documents": about.documents,
+        "chunks": about.chunks,
+        "created_unix": about.created_unix,
+        "format_version": about.format_version,
+        "dense": about.dense,
+    });
+    let shards: Vec<Value> = corpus
+        .shards()
+        .map(|s| {
             json!({
-                "build_id": manifest.build_id,
-                "corpus": manifest.corpus_name,
-                "documents": manifest.documents,
-                "chunks": manifest.chunks,
-                "created_unix": manifest.created_unix,
-                "format_version": manifest.format_version,
-                "dense": manifest.dense,
-                "shard": manifest.shard,
-            })
-        }
-        Backend::Shards(coordinator) => {
-            let set = &coordinator.set;
-            json!({
-                "build_id": set.build_id,
-                "corpus": set.corpus_name,
-                "documents": set.documents,
-                "chunks": set.chunks,
-                "created_unix": set.created_unix,
-                "format_version": set.format_version,
-                "dense": set.dense,
-                "shards": coordinator.shards.iter().map(|s| json!({
-                    "shard": s.shard,
-                    "replicas": s.replicas.iter().map(|r| json!({
-                        "url": r.url,
-                        "healthy": r.is_healthy(),
-                    })).collect::<Vec<_>>(),
+                "shard": s.shard,
+                "replicas": s.replicas.iter().map(|r| json!({
+                    "url": r.url,
+                    "healthy": r.is_healthy(),
                 })).collect::<Vec<_>>(),
             })
-        }
-    };
+        })
+        .collect();
+    if shards.is_empty() {
+        index["shard"] = json!(about.shard);
+    } else {
+        index["shards"] = json!(shards);
+    }
     let config = &state.config;
     Json(json!({
         "service": "stillweb",
         "version": env!("CARGO_PKG_VERSION"),
         "index": index,
         "models": {
-            "embedder": state.backend.embedder_id(),
-            "reranker": state.backend.reranker_id(),
+            "embedder": state.corpus.embedder_id(),
+            "reranker": state.corpus.reranker_id(),
             "reranker_urls": config.reranker_urls,
             "execution_provider": config.provider.to_string(),
         },

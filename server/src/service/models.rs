@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use stillweb_index::search::pipeline;
 use stillweb_models::ModelError;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use tokio::sync::oneshot;
@@ -76,4 +77,52 @@ pub async fn reranked(
         ModelError::Unavailable(why) => ApiError::rerank_unavailable(why),
         e => ApiError::internal(e),
     })
+}
+
+/// The server's models as the search pipeline calls them: the query vector from the embedding
+/// cache, the batcher or a search thread; the rerank scores from the reranker's batcher.
+#[derive(Debug)]
+pub struct ServerModels<'a>(pub &'a AppState);
+
+impl pipeline::Models for ServerModels<'_> {
+    type Error = ApiError;
+
+    fn embeds(&self) -> bool {
+        self.0.corpus.embedder().is_some()
+    }
+
+    fn reranks(&self) -> bool {
+        self.0.corpus.reranker().is_some()
+    }
+
+    async fn embed(&self, text: &str) -> Result<Vec<f32>, ApiError> {
+        let state = self.0;
+        let Some(embedder) = state.corpus.embedder() else {
+            return Err(ApiError::internal("this server has no query embedder"));
+        };
+        if embedder.batches_queries() {
+            return batched_vector(state, embedder, text).await;
+        }
+        if let Some(v) = state.embeddings.get(&text.to_string()) {
+            state.metrics.cache("embeddings", true);
+            return Ok(v.to_vec());
+        }
+        state.metrics.cache("embeddings", false);
+        let (worker, owned) = (embedder.clone(), text.to_string());
+        let vector = state
+            .pool
+            .run(move || worker.embed_query(&owned).map_err(ApiError::internal))
+            .await?;
+        state
+            .embeddings
+            .insert(text.to_string(), Arc::new(vector.clone()));
+        Ok(vector)
+    }
+
+    async fn rerank(&self, query: &str, passages: Vec<String>) -> Result<Vec<f32>, ApiError> {
+        match self.0.corpus.reranker() {
+            Some(reranker) => reranked(reranker, query.to_string(), passages).await,
+            None => Err(ApiError::internal("this server has no reranker")),
+        }
+    }
 }

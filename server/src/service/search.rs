@@ -1,6 +1,6 @@
 //! Searching: one query ([`answer`]), many in order ([`answer_many`]), each validated against
-//! the service's limits, run through the retriever on the search pool with the result and
-//! query-embedding caches, timed by stage, and recorded in the session's transcript.
+//! the service's limits, run through the search pipeline over the corpus's parts with the result
+//! and query-embedding caches, timed by stage, and recorded in the session's transcript.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,16 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use stillweb_corpus::url_norm::normalize_url;
-use stillweb_index::search::{Mode, Stage, StageTimings};
+use stillweb_index::search::{Mode, StageTimings, pipeline};
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
-use super::models::{batched_vector, reranked};
-use crate::cache::LruCache;
+use super::models::ServerModels;
 use crate::error::{ApiError, ErrorCode};
-use crate::metrics::Metrics;
 use crate::session::SessionId;
-use crate::state::{AppState, Backend};
+use crate::state::AppState;
 
 /// Most results a compatible endpoint hands out, as the live APIs do, and the native default of
 /// `--max-k`.
@@ -140,7 +138,7 @@ fn query_mode(state: &AppState, mode: &str) -> Result<Mode, ApiError> {
         Mode::Rerank => Err(ApiError::invalid(
             "`mode` is bm25, dense or hybrid; reranking is `\"rerank\": true`",
         )),
-        m if m.uses_dense() && state.backend.embedder_id().is_none() => {
+        m if m.uses_dense() && state.corpus.embedder_id().is_none() => {
             Err(ApiError::invalid(format!(
                 "`mode` {mode} needs vectors, and this server runs BM25 only (an index built with --no-dense, or --mode bm25)"
             )))
@@ -191,7 +189,7 @@ fn rerank_pool(
             "`rerank_pool` must be between 0 (no reranking) and {max}, got {n}"
         )));
     }
-    let has_reranker = state.backend.reranker_id().is_some();
+    let has_reranker = state.corpus.reranker_id().is_some();
     let wanted = rerank.unwrap_or(has_reranker && pool != Some(0));
     if !wanted {
         return Ok(0);
@@ -219,8 +217,8 @@ pub struct Timed {
     pub cached: bool,
 }
 
-/// Runs one search on the search pool, through the retriever. Identical searches on the
-/// same index are answered from the bounded result cache; query vectors come from the bounded
+/// Runs one search through the pipeline over the corpus's parts. Identical searches on the same
+/// build are answered from the bounded result cache; query vectors come from the bounded
 /// embedding cache when the same text was embedded before.
 pub async fn run_search(
     state: &AppState,
@@ -240,10 +238,10 @@ pub async fn run_search(
     }
     state.metrics.cache("results", false);
     // Bounded by the request's time limit (the `observe` middleware), not per search.
-    let results = match &state.backend {
-        Backend::Index(retriever) => on_index(state, Arc::clone(retriever), query, params).await?,
-        Backend::Shards(coordinator) => on_shards(state, coordinator, query, params).await?,
-    };
+    let corpus = &state.corpus;
+    let parts = corpus.stages(&state.pool);
+    let dense = corpus.info.dense.is_some();
+    let results = pipeline::search(&parts, dense, &ServerModels(state), &query, &params).await?;
     let timed = Timed {
         results,
         cached: false,
@@ -261,126 +259,6 @@ pub async fn run_search(
     }
     state.results.insert(key, Arc::new(timed.results.clone()));
     Ok(timed)
-}
-
-/// Every stage on this server's index on the search pool, except waiting for the reranker:
-/// the pool's scores are awaited between two pool runs, so concurrent searches' pools meet in
-/// the reranker's batches instead of each holding a search thread.
-async fn on_index(
-    state: &AppState,
-    retriever: Arc<stillweb_index::Retriever>,
-    query: ParsedQuery,
-    params: SearchParams,
-) -> Result<SearchResults, ApiError> {
-    let (embeddings, metrics) = (state.embeddings.clone(), state.metrics.clone());
-    let started = Instant::now();
-    let batched = match retriever.embedder() {
-        Some(embedder) if embedder.batches_queries() && retriever.embeds(&query.text) => {
-            Some(batched_vector(state, embedder, &query.text).await?)
-        }
-        _ => None,
-    };
-    let r = Arc::clone(&retriever);
-    let (stage, embed) = state
-        .pool
-        .run(move || {
-            let vector = match batched {
-                Some(vector) => Some(vector),
-                None => {
-                    let embeds = r.embeds(&query.text);
-                    embed_cached(&query.text, embeds, &embeddings, &metrics, |t| {
-                        r.embed(t).map_err(ApiError::internal)
-                    })?
-                }
-            };
-            let embed = started.elapsed();
-            Ok((
-                r.stage(&query, vector, &params).map_err(search_error)?,
-                embed,
-            ))
-        })
-        .await?;
-    let mut results = match stage {
-        Stage::Done(results) => results,
-        Stage::Rerank(mut staged) => {
-            let scores = match (retriever.reranker(), staged.take_pool()) {
-                (Some(reranker), Some((text, passages))) => {
-                    Some(reranked(reranker, text, passages).await?)
-                }
-                _ => None,
-            };
-            state
-                .pool
-                .run(move || retriever.finish(staged, scores).map_err(search_error))
-                .await?
-        }
-    };
-    results.timings.embed = embed;
-    Ok(results)
-}
-
-fn search_error(e: stillweb_index::IndexError) -> ApiError {
-    match e {
-        stillweb_index::IndexError::RerankUnavailable(why) => ApiError::rerank_unavailable(why),
-        e => ApiError::internal(e),
-    }
-}
-
-/// The query embedded on the search pool, then the stages over the shards.
-async fn on_shards(
-    state: &AppState,
-    coordinator: &Arc<crate::sharding::Coordinator>,
-    query: ParsedQuery,
-    params: SearchParams,
-) -> Result<SearchResults, ApiError> {
-    let started = Instant::now();
-    let batching = coordinator.embedder().filter(|e| e.batches_queries());
-    let vector = if params.weights.dense_chunk > 0.0 && coordinator.embeds(&query.text) {
-        if let Some(embedder) = batching {
-            Some(batched_vector(state, embedder, &query.text).await?)
-        } else {
-            let (c, embeddings, metrics, text) = (
-                Arc::clone(coordinator),
-                state.embeddings.clone(),
-                state.metrics.clone(),
-                query.text.clone(),
-            );
-            state
-                .pool
-                .run(move || embed_cached(&text, true, &embeddings, &metrics, |t| c.embed(t)))
-                .await?
-        }
-    } else {
-        None
-    };
-    let embed = started.elapsed();
-    let mut results = coordinator.search(query, vector, &params).await?;
-    results.timings.embed = embed;
-    Ok(results)
-}
-
-/// The query vector of `text` when `embeds`: from the embedding cache, or computed by `embed`
-/// and cached.
-fn embed_cached(
-    text: &str,
-    embeds: bool,
-    cache: &LruCache<String, Arc<Vec<f32>>>,
-    metrics: &Metrics,
-    embed: impl FnOnce(&str) -> Result<Option<Vec<f32>>, ApiError>,
-) -> Result<Option<Vec<f32>>, ApiError> {
-    if !embeds {
-        return Ok(None);
-    }
-    if let Some(v) = cache.get(&text.to_string()) {
-        metrics.cache("embeddings", true);
-        return Ok(Some(v.to_vec()));
-    }
-    metrics.cache("embeddings", false);
-    let vector = embed(text)?;
-    if let Some(v) = &vector {
-        cache.insert(text.to_string(), Arc::new(v.clone()));
-    }
-    Ok(vector)
 }
 
 /// One search's time by stage, as the caller saw it.

@@ -1,15 +1,13 @@
 //! Visiting: one URL ([`visit`]) or many in order ([`visit_many`]), each allowed only when the
 //! session was shown it, and each attempt written to the session's transcript with its outcome.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 use stillweb_corpus::url_norm::normalize_url;
 
 use super::limits::{MAX_URL_CHARS, check_kept};
 use crate::error::{ApiError, ErrorCode};
 use crate::session::SessionId;
-use crate::state::{AppState, Backend};
+use crate::state::AppState;
 
 /// A visited page, as every visiting endpoint returns it.
 #[derive(Debug, Clone, Serialize)]
@@ -72,17 +70,7 @@ pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<P
 /// The page at `url`, if it is in the corpus and `session` was shown it.
 async fn page(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
-    let doc = match &state.backend {
-        Backend::Index(retriever) => {
-            let index = Arc::clone(retriever.index());
-            let lookup_key = key.clone();
-            state
-                .pool
-                .run(move || index.doc_by_url(&lookup_key).map_err(ApiError::internal))
-                .await?
-        }
-        Backend::Shards(coordinator) => coordinator.page(&key).await?,
-    };
+    let doc = state.corpus.page(&state.pool, &key).await?;
     let Some(doc) = doc else {
         return Err(ApiError::new(
             ErrorCode::UrlNotFound,

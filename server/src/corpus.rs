@@ -1,0 +1,272 @@
+//! What a server searches: a corpus as a list of parts with the models that search it. A part is
+//! an index directory this server opened (searched on the search pool) or one shard of a set
+//! (searched through its replicas over the shard protocol); a single index is one local part, a
+//! coordinator's shard set is N remote parts. Every search runs the one
+//! [`pipeline::search`](stillweb_index::search::pipeline::search) over [`Corpus::parts`]
+//! ([`crate::service::search`]); nothing else here knows the stage sequence.
+
+use std::sync::Arc;
+
+use stillweb_index::dense::DenseManifest;
+use stillweb_index::search::fetch::Pages;
+use stillweb_index::search::pipeline;
+use stillweb_index::search::rank::Ranked;
+use stillweb_index::search::{Candidates, ChunkScore, FilterCounts, FilterPlan, PreparedQuery};
+use stillweb_index::shard::{ShardManifest, shard_of};
+use stillweb_index::{Hit, IndexError, ParsedQuery, SearchIndex, StoredDoc};
+use stillweb_models::worker::{EmbedWorker, RerankWorker};
+
+use crate::error::ApiError;
+use crate::pool::SearchPool;
+use crate::sharding::protocol::{
+    CANDIDATES, CHUNKS, CandidatesRequest, ChunksRequest, FILTER_COUNTS, FilterCountsRequest, HITS,
+    HitsRequest, PAGE, PASSAGES, PageRequest, PassagesRequest,
+};
+use crate::sharding::replicas::ReplicaSet;
+
+/// Some of the corpus's documents.
+#[derive(Debug, Clone)]
+pub enum Part {
+    /// An index directory this server opened.
+    Local(Arc<SearchIndex>),
+    /// One shard of a set, through its replicas.
+    Remote(ReplicaSet),
+}
+
+/// What `/info` and the logs say about the corpus, the same for every kind of part.
+#[derive(Debug, Clone)]
+pub struct CorpusInfo {
+    pub build_id: String,
+    pub corpus_name: String,
+    pub documents: u64,
+    pub chunks: u64,
+    pub created_unix: u64,
+    pub format_version: u64,
+    pub dense: Option<DenseManifest>,
+    /// Where a served index sits in its shard set (a shard server's one part).
+    pub shard: Option<ShardManifest>,
+}
+
+impl CorpusInfo {
+    /// The corpus of one opened index.
+    pub fn of_index(index: &SearchIndex) -> CorpusInfo {
+        let m = index.manifest();
+        CorpusInfo {
+            build_id: m.build_id.clone(),
+            corpus_name: m.corpus_name.clone(),
+            documents: m.documents,
+            chunks: m.chunks,
+            created_unix: m.created_unix,
+            format_version: u64::from(m.format_version),
+            dense: m.dense.clone(),
+            shard: m.shard.clone(),
+        }
+    }
+}
+
+/// A corpus's parts, what it is, and the models that search it.
+#[derive(Debug)]
+pub struct Corpus {
+    pub parts: Vec<Part>,
+    pub info: CorpusInfo,
+    embedder: Option<EmbedWorker>,
+    reranker: Option<RerankWorker>,
+}
+
+impl Corpus {
+    /// Refuses a query embedder other than the model the corpus's vectors came from.
+    pub fn new(
+        parts: Vec<Part>,
+        info: CorpusInfo,
+        embedder: Option<EmbedWorker>,
+        reranker: Option<RerankWorker>,
+    ) -> Result<Corpus, IndexError> {
+        if let (Some(e), Some(d)) = (&embedder, &info.dense) {
+            d.check_embedder(e.model_id(), e.dimension(), e.engine(), &info.build_id)?;
+        }
+        Ok(Corpus {
+            parts,
+            info,
+            embedder,
+            reranker,
+        })
+    }
+
+    pub fn build_id(&self) -> &str {
+        &self.info.build_id
+    }
+
+    /// The query embedder, if this server embeds queries.
+    pub fn embedder(&self) -> Option<&EmbedWorker> {
+        self.embedder.as_ref()
+    }
+
+    /// The reranker of this server's searches, if it has one.
+    pub fn reranker(&self) -> Option<&RerankWorker> {
+        self.reranker.as_ref()
+    }
+
+    pub fn embedder_id(&self) -> Option<&str> {
+        self.embedder.as_ref().map(EmbedWorker::model_id)
+    }
+
+    pub fn reranker_id(&self) -> Option<&str> {
+        self.reranker.as_ref().map(|r| r.model_id())
+    }
+
+    /// The index a shard server answers its coordinator's stage calls from: its one local part.
+    pub fn shard_index(&self) -> Option<&Arc<SearchIndex>> {
+        match self.parts.as_slice() {
+            [Part::Local(index)] if index.manifest().shard.is_some() => Some(index),
+            _ => None,
+        }
+    }
+
+    /// The remote shards, in shard order (none for local parts).
+    pub fn shards(&self) -> impl Iterator<Item = &ReplicaSet> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Remote(shard) => Some(shard),
+            Part::Local(_) => None,
+        })
+    }
+
+    /// The parts as the pipeline calls them, local ones on `pool`.
+    pub fn stages<'a>(&'a self, pool: &'a SearchPool) -> Vec<OnPool<'a>> {
+        self.parts
+            .iter()
+            .map(|part| OnPool { part, pool })
+            .collect()
+    }
+
+    /// The page at normalised URL `url_key`, from the first part that holds it (a shard set's
+    /// URL lives in the one shard it hashes to).
+    pub async fn page(
+        &self,
+        pool: &SearchPool,
+        url_key: &str,
+    ) -> Result<Option<StoredDoc>, ApiError> {
+        let shards = self.shards().count() as u32;
+        for part in &self.parts {
+            let found = match part {
+                Part::Local(index) => {
+                    let (index, key) = (Arc::clone(index), url_key.to_string());
+                    pool.run(move || index.doc_by_url(&key).map_err(ApiError::from))
+                        .await?
+                }
+                Part::Remote(shard) if shard_of(url_key, shards) as usize == shard.shard => {
+                    let key = url_key.to_string();
+                    shard.call(PAGE, &PageRequest { url_key: key }).await?
+                }
+                Part::Remote(_) => None,
+            };
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// One part as [`pipeline::search`] calls it during one search: a local part's stages run on
+/// the search pool, a remote part's are one call each to its replicas.
+#[derive(Debug)]
+pub struct OnPool<'a> {
+    part: &'a Part,
+    pool: &'a SearchPool,
+}
+
+impl OnPool<'_> {
+    /// `work` on the local index, on the search pool.
+    async fn local<T: Send + 'static>(
+        &self,
+        index: &Arc<SearchIndex>,
+        work: impl FnOnce(&SearchIndex) -> Result<T, IndexError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let index = Arc::clone(index);
+        self.pool
+            .run(move || work(&index).map_err(ApiError::from))
+            .await
+    }
+}
+
+impl pipeline::Part for OnPool<'_> {
+    type Error = ApiError;
+
+    async fn filter_counts(&self, query: &ParsedQuery) -> Result<FilterCounts, ApiError> {
+        let query = query.clone();
+        match self.part {
+            Part::Local(index) => self.local(index, move |i| i.filter_counts(&query)).await,
+            Part::Remote(shard) => {
+                shard
+                    .call(FILTER_COUNTS, &FilterCountsRequest { query })
+                    .await
+            }
+        }
+    }
+
+    async fn candidates(
+        &self,
+        query: &PreparedQuery,
+        limit: usize,
+        plan: Option<FilterPlan>,
+    ) -> Result<Candidates, ApiError> {
+        let query = query.clone();
+        match self.part {
+            Part::Local(index) => {
+                self.local(index, move |i| i.candidates_planned(&query, limit, plan))
+                    .await
+            }
+            Part::Remote(shard) => {
+                let request = CandidatesRequest { query, limit, plan };
+                shard.call(CANDIDATES, &request).await
+            }
+        }
+    }
+
+    async fn chunk_scores(
+        &self,
+        query: &PreparedQuery,
+        docs: Vec<u64>,
+    ) -> Result<Vec<ChunkScore>, ApiError> {
+        let query = query.clone();
+        match self.part {
+            Part::Local(index) => {
+                self.local(index, move |i| i.chunk_scores(&query, &docs))
+                    .await
+            }
+            Part::Remote(shard) => shard.call(CHUNKS, &ChunksRequest { query, docs }).await,
+        }
+    }
+
+    async fn passages(
+        &self,
+        chunks: Vec<(u64, u64)>,
+        pages: &mut Pages,
+    ) -> Result<Vec<Option<String>>, ApiError> {
+        match self.part {
+            Part::Local(index) => {
+                let mut read = std::mem::take(pages);
+                let (passages, read) = self
+                    .local(index, move |i| {
+                        Ok((i.passages_into(&chunks, &mut read)?, read))
+                    })
+                    .await?;
+                *pages = read;
+                Ok(passages)
+            }
+            Part::Remote(shard) => shard.call(PASSAGES, &PassagesRequest { chunks }).await,
+        }
+    }
+
+    async fn hits(&self, ranked: Vec<Ranked>, pages: &mut Pages) -> Result<Vec<Hit>, ApiError> {
+        match self.part {
+            Part::Local(index) => {
+                // The pages the rerank step read are moved in and not needed afterwards.
+                let mut read = std::mem::take(pages);
+                self.local(index, move |i| i.hits_into(&ranked, &mut read))
+                    .await
+            }
+            Part::Remote(shard) => shard.call(HITS, &HitsRequest { ranked }).await,
+        }
+    }
+}
