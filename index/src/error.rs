@@ -49,6 +49,8 @@ pub enum IndexError {
     Exists { path: PathBuf },
     #[error("shard set at {path}: {reason}")]
     Shards { path: PathBuf, reason: String },
+    #[error("overlay: {path}: {reason}")]
+    Overlay { path: PathBuf, reason: String },
     #[error("cannot reuse the vectors of {path}: {reason}")]
     Reuse { path: PathBuf, reason: String },
     #[error("model: {0}")]

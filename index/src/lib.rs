@@ -29,6 +29,7 @@ pub mod dense;
 mod doc_ids;
 mod error;
 mod manifest;
+pub mod overlay;
 mod schema;
 pub mod shard;
 

@@ -37,6 +37,9 @@ pub struct IndexManifest {
     /// Present when the index is one shard of a set (see `crate::shard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardManifest>,
+    /// Present when the index is an overlay of other layers (see `crate::overlay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<crate::overlay::OverlayManifest>,
 }
 
 /// Per-source counts, as the build report prints them.

@@ -75,9 +75,15 @@ pub(crate) fn set_build_id(single: &str, count: u32) -> String {
     hex::encode(digest)[..16].to_string()
 }
 
-/// A shard's local-to-global ordinal map (the identity for an unsharded index).
+/// An index's local-to-global ordinal map: the identity for a whole corpus's index, an offset
+/// for an overlay (its documents follow the base's), a table for a shard.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct GlobalOrds(Option<Vec<u64>>);
+pub(crate) enum GlobalOrds {
+    #[default]
+    Identity,
+    Offset(u64),
+    Table(Vec<u64>),
+}
 
 impl GlobalOrds {
     pub(crate) fn write(dir: &Path, ords: &[u64]) -> Result<(), IndexError> {
@@ -109,22 +115,24 @@ impl GlobalOrds {
         if ords.windows(2).any(|w| w[0] >= w[1]) {
             return Err(damaged(format!("{GLOBAL_ORDS_FILE} is not ascending")));
         }
-        Ok(GlobalOrds(Some(ords)))
+        Ok(GlobalOrds::Table(ords))
     }
 
     /// The global ordinal of local ordinal `local`.
     pub(crate) fn global(&self, local: u64) -> u64 {
-        match &self.0 {
-            None => local,
-            Some(ords) => ords.get(local as usize).copied().unwrap_or(u64::MAX),
+        match self {
+            GlobalOrds::Identity => local,
+            GlobalOrds::Offset(first) => first + local,
+            GlobalOrds::Table(ords) => ords.get(local as usize).copied().unwrap_or(u64::MAX),
         }
     }
 
-    /// The local ordinal of global ordinal `global`, if this shard holds that document.
+    /// The local ordinal of global ordinal `global`, if this index holds that document.
     pub(crate) fn local(&self, global: u64) -> Option<u64> {
-        match &self.0 {
-            None => Some(global),
-            Some(ords) => ords.binary_search(&global).ok().map(|i| i as u64),
+        match self {
+            GlobalOrds::Identity => Some(global),
+            GlobalOrds::Offset(first) => global.checked_sub(*first),
+            GlobalOrds::Table(ords) => ords.binary_search(&global).ok().map(|i| i as u64),
         }
     }
 }
@@ -291,10 +299,14 @@ mod tests {
 
     #[test]
     fn global_ordinals_map_both_ways() {
-        let ords = GlobalOrds(Some(vec![2, 5, 9]));
+        let ords = GlobalOrds::Table(vec![2, 5, 9]);
         assert_eq!(ords.global(1), 5);
         assert_eq!(ords.local(9), Some(2));
         assert_eq!(ords.local(3), None);
         assert_eq!(GlobalOrds::default().local(3), Some(3));
+        let overlay = GlobalOrds::Offset(100);
+        assert_eq!(overlay.global(4), 104);
+        assert_eq!(overlay.local(104), Some(4));
+        assert_eq!(overlay.local(99), None);
     }
 }

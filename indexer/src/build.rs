@@ -1,5 +1,5 @@
-//! `stillweb-indexer build`: a corpus manifest into an index, or into a set of document shards
-//! (all of them, or one as a job of many); prints the build report.
+//! `stillweb-indexer build`: a corpus manifest into an index, an overlay of one, or a set of
+//! document shards (all of them, or one as a job of many); prints the build report.
 
 use std::path::PathBuf;
 
@@ -60,6 +60,12 @@ pub struct Args {
     /// into --shards without embedding it twice.
     #[arg(long, conflicts_with = "no_dense")]
     reuse_vectors: Option<PathBuf>,
+    /// Build an overlay of this index: only the manifest's documents, under ordinals after the
+    /// base's, served with it by `stillweb-server --index BASE --overlay OUT`. Repeat to
+    /// stack: the base first, then the overlays already built on it, in order. A URL the
+    /// layers below hold is refused, with the list of them.
+    #[arg(long, conflicts_with = "shards")]
+    overlay_of: Vec<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -77,6 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         chunk_precision: args.chunk_vectors,
         graph_threads: args.graph_threads,
         reuse_vectors: args.reuse_vectors.clone(),
+        overlay_of: args.overlay_of.clone(),
         ..BuildOptions::default()
     };
     let mut embedder = if args.no_dense {

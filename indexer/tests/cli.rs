@@ -787,6 +787,183 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     );
 }
 
+/// SciFact's test queries (those with judgements), as text.
+fn scifact_test_queries(beir: &Path) -> Vec<String> {
+    let qrels = std::fs::read_to_string(beir.join("qrels/test.tsv")).expect("qrels");
+    let tested: std::collections::HashSet<&str> = qrels
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    std::fs::read_to_string(beir.join("queries.jsonl"))
+        .expect("queries")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|q| tested.contains(q["_id"].as_str().unwrap_or_default()))
+        .map(|q| q["text"].as_str().expect("text").to_string())
+        .collect()
+}
+
+/// SciFact split by its manifest into a base (the first 4,683 documents) and an overlay (the
+/// last 500, built with `--overlay-of` the base), served as `--index BASE --overlay OVERLAY`:
+/// with BM25 the top 10 of every test query is the single build's (URLs and order); hybrid
+/// nDCG@10 through `eval --target` is within 0.003 of the single build's; every overlay page a
+/// session was shown is visitable there, and `/info` names both builds.
+#[test]
+fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let manifest = repo().join("corpus-manifests/scifact.toml");
+    let corpus = [data.join("beir/scifact/corpus.jsonl")];
+    let single = cached_dense_index("scifact", &manifest, &corpus);
+    // Its full-precision vectors spare the two builds the embedding.
+    let vectors = cached_full_precision_index("scifact", &manifest, &corpus);
+    let beir = data.join("beir/scifact");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(&corpus[0]).expect("corpus");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 5183);
+    let split = |name: &str, part: &[&str]| {
+        let at = dir.path().join(name);
+        std::fs::create_dir_all(&at).expect("dir");
+        std::fs::write(at.join("corpus.jsonl"), part.join("\n") + "\n").expect("part");
+        // The source keeps SciFact's name: the URLs are made from it.
+        let manifest = format!(
+            "name = \"scifact\"\n[[source]]\nname = \"scifact\"\nformat = \"beir\"\npath = \"corpus.jsonl\"\nexpected_documents = {}\n",
+            part.len()
+        );
+        std::fs::write(at.join("m.toml"), manifest).expect("manifest");
+        at
+    };
+    let (base_dir, overlay_dir) = (
+        split("base", &lines[..4683]),
+        split("overlay", &lines[4683..]),
+    );
+    let build = |at: &Path, extra: &[&str]| -> serde_json::Value {
+        let (m, out) = (at.join("m.toml"), at.join("index"));
+        let mut args = vec![
+            "build",
+            "--manifest",
+            path_str(&m),
+            "--out",
+            path_str(&out),
+            "--reuse-vectors",
+            path_str(&vectors),
+        ];
+        args.extend_from_slice(extra);
+        json(&indexer(&args))
+    };
+    let base_manifest = build(&base_dir, &[]);
+    let base = base_dir.join("index");
+    let overlay_manifest = build(&overlay_dir, &["--overlay-of", path_str(&base)]);
+    assert_eq!(overlay_manifest["documents"], 500);
+    assert_eq!(overlay_manifest["overlay"]["first_ordinal"], 4683);
+    let overlay = overlay_dir.join("index");
+
+    let queries = scifact_test_queries(&beir);
+    assert!(queries.len() >= 300, "{} test queries", queries.len());
+    let overlay_flag = ["--overlay", path_str(&overlay)];
+    let single_bm25 = serve(&single, &["--mode", "bm25"]);
+    let layered_bm25 = serve(&base, &[&overlay_flag[..], &["--mode", "bm25"]].concat());
+    for query in &queries {
+        assert_eq!(
+            top_urls(&layered_bm25, query, 10),
+            top_urls(&single_bm25, query, 10),
+            "BM25 top 10 for {query:?}"
+        );
+    }
+
+    let single_hybrid = serve(&single, &["--max-k", "100"]);
+    let layered = serve(&base, &[&overlay_flag[..], &["--max-k", "100"]].concat());
+    let eval = |url: &str| {
+        json(&indexer(&[
+            "eval",
+            "--target",
+            url,
+            "--beir",
+            path_str(&beir),
+        ]))["ndcg@10"]
+            .as_f64()
+            .expect("ndcg")
+    };
+    let (single_ndcg, layered_ndcg) = (eval(&single_hybrid), eval(&layered));
+    eprintln!(
+        "scifact hybrid, base + overlay vs one index: nDCG@10 {layered_ndcg:.4} vs {single_ndcg:.4}"
+    );
+    assert!(
+        (layered_ndcg - single_ndcg).abs() <= 0.003,
+        "nDCG@10 {layered_ndcg:.4} vs {single_ndcg:.4}"
+    );
+
+    // Every overlay page a session is shown can be visited in it.
+    let overlay_urls: std::collections::HashSet<String> = lines[4683..]
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("doc")["_id"]
+                .as_str()
+                .expect("id")
+                .to_string()
+        })
+        .collect();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut visited = 0;
+    for query in queries.iter().take(100) {
+        let body: serde_json::Value = agent
+            .post(format!("{layered}/v1/search"))
+            .send_json(serde_json::json!({"query": query, "k": 10, "session": "overlay-visits"}))
+            .expect("search")
+            .body_mut()
+            .read_json()
+            .expect("json");
+        for hit in body["results"].as_array().expect("results") {
+            let url = hit["url"].as_str().expect("url");
+            if !overlay_urls
+                .iter()
+                .any(|id| url.ends_with(&format!("/{id}")))
+            {
+                continue;
+            }
+            let mut response = agent
+                .post(format!("{layered}/v1/visit"))
+                .send_json(serde_json::json!({"url": url, "session": "overlay-visits"}))
+                .expect("visit");
+            assert_eq!(response.status(), 200, "{url}");
+            let page: serde_json::Value = response.body_mut().read_json().expect("page");
+            assert!(
+                !page["text"].as_str().unwrap_or_default().is_empty(),
+                "{url}"
+            );
+            visited += 1;
+        }
+    }
+    assert!(visited >= 10, "{visited} overlay pages shown and visited");
+    let info: serde_json::Value = agent
+        .get(format!("{layered}/info"))
+        .call()
+        .expect("info")
+        .body_mut()
+        .read_json()
+        .expect("json");
+    let index = &info["index"];
+    assert_eq!(index["documents"], 5183, "{info}");
+    let build_id = index["build_id"].as_str().expect("build id");
+    assert_eq!(
+        build_id,
+        format!(
+            "{}+{}",
+            base_manifest["build_id"].as_str().expect("base id"),
+            overlay_manifest["build_id"].as_str().expect("overlay id")
+        ),
+        "{info}"
+    );
+    assert_eq!(index["overlays"][0]["documents"], 500, "{info}");
+}
+
 /// `(url, score)` of the top `k` results for `query`.
 fn scored(base: &str, query: &str, k: usize) -> Vec<(String, f64)> {
     results(base, query, k)

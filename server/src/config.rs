@@ -29,6 +29,15 @@ pub struct Args {
         conflicts_with = "shard"
     )]
     pub index: Option<PathBuf>,
+    /// An overlay of --index (built with `stillweb-indexer build --overlay-of INDEX`), served
+    /// with it as one corpus; repeat for a stack of overlays, in the order they were built.
+    #[arg(
+        long,
+        requires = "index",
+        value_delimiter = ',',
+        env = "STILLWEB_OVERLAYS"
+    )]
+    pub overlay: Vec<PathBuf>,
     /// Run as a coordinator over a shard set: one --shard per shard, in shard order, each the
     /// base URLs of that shard's replicas separated by commas
     /// (`--shard http://a:8081,http://b:8081 --shard http://c:8081`).
@@ -203,8 +212,11 @@ pub struct Args {
 /// What a server serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// An index directory (a whole corpus, or one shard of a set).
-    Index(PathBuf),
+    /// An index directory (a whole corpus, or one shard of a set), with its overlays in order.
+    Index {
+        dir: PathBuf,
+        overlays: Vec<PathBuf>,
+    },
     /// A set's shards: each one's replicas' base URLs.
     Shards {
         shards: Vec<Vec<String>>,
@@ -328,7 +340,10 @@ impl Args {
             return Err("--reranker-timeout-ms must be at least 1".into());
         }
         let source = match self.index {
-            Some(index) => Source::Index(index),
+            Some(dir) => Source::Index {
+                dir,
+                overlays: self.overlay,
+            },
             None => {
                 let shards: Vec<Vec<String>> = self
                     .shard

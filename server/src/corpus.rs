@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use stillweb_index::dense::DenseManifest;
+use stillweb_index::overlay::layered_build_id;
 use stillweb_index::search::fetch::Pages;
 use stillweb_index::search::pipeline;
 use stillweb_index::search::rank::Ranked;
@@ -45,21 +46,44 @@ pub struct CorpusInfo {
     pub dense: Option<DenseManifest>,
     /// Where a served index sits in its shard set (a shard server's one part).
     pub shard: Option<ShardManifest>,
+    /// The overlays served over the base, in order (`build_id` names them all).
+    pub overlays: Vec<LayerInfo>,
+}
+
+/// One overlay of a served corpus.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LayerInfo {
+    pub build_id: String,
+    pub documents: u64,
+    pub chunks: u64,
 }
 
 impl CorpusInfo {
-    /// The corpus of one opened index.
-    pub fn of_index(index: &SearchIndex) -> CorpusInfo {
-        let m = index.manifest();
+    /// The corpus of an opened index and its overlays (`layers`, base first; never empty).
+    pub fn of_layers(layers: &[Arc<SearchIndex>]) -> CorpusInfo {
+        let m = layers[0].manifest();
+        let all: Vec<&SearchIndex> = layers.iter().map(|l| &**l).collect();
         CorpusInfo {
-            build_id: m.build_id.clone(),
+            build_id: layered_build_id(&all),
             corpus_name: m.corpus_name.clone(),
-            documents: m.documents,
-            chunks: m.chunks,
-            created_unix: m.created_unix,
+            documents: all.iter().map(|l| l.manifest().documents).sum(),
+            chunks: all.iter().map(|l| l.manifest().chunks).sum(),
+            created_unix: all
+                .iter()
+                .map(|l| l.manifest().created_unix)
+                .max()
+                .unwrap_or(0),
             format_version: u64::from(m.format_version),
             dense: m.dense.clone(),
             shard: m.shard.clone(),
+            overlays: all[1..]
+                .iter()
+                .map(|l| LayerInfo {
+                    build_id: l.manifest().build_id.clone(),
+                    documents: l.manifest().documents,
+                    chunks: l.manifest().chunks,
+                })
+                .collect(),
         }
     }
 }

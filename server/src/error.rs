@@ -44,6 +44,9 @@ pub enum ErrorCode {
     Forbidden,
     /// The request's API key is over its rate; retry after the `Retry-After` seconds.
     RateLimited,
+    /// `POST /admin/reload` found the new build unfit (missing, damaged, another embedder); the
+    /// build that served before keeps serving.
+    ReloadRefused,
     /// A bug or an I/O failure; details are in the server log.
     Internal,
 }
@@ -75,12 +78,13 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::ReloadRefused => "reload_refused",
             ErrorCode::Internal => "internal",
         }
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
@@ -99,6 +103,7 @@ impl ErrorCode {
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::RateLimited,
+        ErrorCode::ReloadRefused,
         ErrorCode::Internal,
     ];
 }
@@ -200,7 +205,8 @@ mod tests {
             ErrorCode::Unauthorized => 15,
             ErrorCode::Forbidden => 16,
             ErrorCode::RateLimited => 17,
-            ErrorCode::Internal => 18,
+            ErrorCode::ReloadRefused => 18,
+            ErrorCode::Internal => 19,
         }
     }
 

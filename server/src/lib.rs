@@ -15,6 +15,7 @@ pub mod ids;
 mod listen;
 pub mod metrics;
 mod pool;
+pub mod reload;
 pub mod rerank_tier;
 pub mod routes;
 pub mod service;
@@ -73,6 +74,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/rerank"),
     ("GET", "/metrics"),
     ("GET", "/info"),
+    ("POST", "/admin/reload"),
     ("GET", "/ui"),
     ("GET", "/ui/"),
     ("GET", "/ui/app.js"),
@@ -112,7 +114,7 @@ pub fn app(state: AppState) -> Router {
                 .delete(compat::mcp::delete),
         );
     // A shard server also answers its coordinator's stage calls.
-    let shard_api = if state.corpus.shard_index().is_some() {
+    let shard_api = if state.corpus().shard_index().is_some() {
         sharding::serve::routes()
     } else {
         Router::new()
@@ -127,6 +129,7 @@ pub fn app(state: AppState) -> Router {
         .route("/rerank", post(routes::rerank::rerank))
         .route("/metrics", get(routes::ops::metrics))
         .route("/info", get(routes::ops::info))
+        .route("/admin/reload", post(routes::ops::reload))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             routes::ops::observe,
@@ -144,7 +147,7 @@ pub fn app(state: AppState) -> Router {
 /// searches need, and builds the state; ready once the first search ran.
 pub fn prepare(config: Config) -> anyhow::Result<AppState> {
     match config.source.clone() {
-        Source::Index(dir) => prepare_index(config, &dir),
+        Source::Index { dir, overlays } => prepare_index(config, &dir, &overlays),
         Source::Shards {
             shards,
             call_timeout,
@@ -153,19 +156,87 @@ pub fn prepare(config: Config) -> anyhow::Result<AppState> {
     }
 }
 
-/// Opens the index (and, for dense or hybrid search, the query embedder it was built with, and the
-/// reranker if one is configured) and builds the state; runs one query so the first request is not
-/// slow.
-fn prepare_index(mut config: Config, dir: &std::path::Path) -> anyhow::Result<AppState> {
+/// Opens the index and its overlays (and, for dense or hybrid search, the query embedder it was
+/// built with, and the reranker if one is configured) and builds the state.
+fn prepare_index(
+    mut config: Config,
+    dir: &std::path::Path,
+    overlays: &[std::path::PathBuf],
+) -> anyhow::Result<AppState> {
+    let manifest = stillweb_index::IndexManifest::read(dir)?;
+    let mode = choose_mode(&mut config, manifest.dense.is_some())?;
+    let embedder = load_query_embedder(&config, mode)?;
+    let reranker = load_reranker_worker(&config)?;
+    let corpus = open_local_corpus(&config, dir, overlays, embedder, reranker)?;
+    let state = AppState::new(corpus, config)?;
+    state.set_ready(true);
+    Ok(state)
+}
+
+/// The corpus of the index at `dir` (a symlink is resolved now) and its overlays, searched with
+/// the given models: every file checked against its checksums, the layers checked to belong
+/// together and to fit the models (and the mode), and one search run so that the first request
+/// is not slow. What a start and a reload both do.
+pub(crate) fn open_local_corpus(
+    config: &Config,
+    dir: &std::path::Path,
+    overlays: &[std::path::PathBuf],
+    embedder: Option<EmbedWorker>,
+    reranker: Option<RerankWorker>,
+) -> anyhow::Result<Corpus> {
     let started = Instant::now();
+    let resolve = |p: &std::path::Path| {
+        std::fs::canonicalize(p).with_context(|| format!("index directory {}", p.display()))
+    };
+    let dir = resolve(dir)?;
+    let overlays: Vec<std::path::PathBuf> = overlays
+        .iter()
+        .map(|p| resolve(p))
+        .collect::<Result<_, _>>()?;
     // Every file against the build's checksums first: a same-size corruption passes the
     // structural checks of `open` and the warm-up, and then fails inside a search.
+    for layer in std::iter::once(&dir).chain(&overlays) {
+        verify_checksums(layer)?;
+    }
+    let layers: Vec<Arc<SearchIndex>> = stillweb_index::overlay::open_layers(&dir, &overlays)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let info = CorpusInfo::of_layers(&layers);
+    if let Some(mode) = config.mode {
+        Mode::resolve(Some(mode), info.dense.is_some()).map_err(anyhow::Error::msg)?;
+    }
+    for layer in &layers {
+        let m = layer.manifest();
+        info!(
+            index = %layer.dir().display(),
+            build_id = %m.build_id,
+            corpus = %m.corpus_name,
+            documents = m.documents,
+            chunks = m.chunks,
+            shard = ?m.shard,
+            overlay_of = ?m.overlay.as_ref().map(|o| &o.of),
+            "index opened"
+        );
+    }
+    // The warm-up runs the pipeline in place.
+    let warm = Retriever::layered(layers.clone(), embedder.clone(), reranker.clone())?
+        .search(&stillweb_index::parse("warm up"), &config.search)
+        .context("warm-up query failed")?;
+    info!(build_id = %info.build_id, results = warm.hits.len(), mode = ?config.mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
+    let parts = layers.into_iter().map(Part::Local).collect();
+    Ok(Corpus::new(parts, info, embedder, reranker)?)
+}
+
+/// Checks every file of the index at `dir` against its build's checksums.
+fn verify_checksums(dir: &std::path::Path) -> anyhow::Result<()> {
     match stillweb_index::checksums::verify(dir)? {
         Verified::All {
             files,
             bytes,
             elapsed,
         } => info!(
+            index = %dir.display(),
             files,
             bytes,
             elapsed_ms = elapsed.as_millis() as u64,
@@ -176,32 +247,7 @@ fn prepare_index(mut config: Config, dir: &std::path::Path) -> anyhow::Result<Ap
             "the index has no checksums.sha256 (built by an older stillweb), so damage on disk cannot be detected; rebuild it to get them"
         ),
     }
-    let index = SearchIndex::open(dir)?;
-    let has_dense = index.manifest().dense.is_some();
-    let mode = choose_mode(&mut config, has_dense)?;
-    let embedder = load_query_embedder(&config, mode)?;
-    let reranker = load_reranker_worker(&config)?;
-    let manifest = index.manifest();
-    info!(
-        index = %dir.display(),
-        build_id = %manifest.build_id,
-        corpus = %manifest.corpus_name,
-        documents = manifest.documents,
-        chunks = manifest.chunks,
-        shard = ?manifest.shard,
-        "index opened"
-    );
-    let index = Arc::new(index);
-    // The warm-up runs the pipeline in place, so the first request is not slow.
-    let warm = Retriever::new(Arc::clone(&index), embedder.clone(), reranker.clone())?
-        .search(&stillweb_index::parse("warm up"), &config.search)
-        .context("warm-up query failed")?;
-    info!(results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
-    let info = CorpusInfo::of_index(&index);
-    let corpus = Corpus::new(vec![Part::Local(index)], info, embedder, reranker)?;
-    let state = AppState::new(corpus, config)?;
-    state.set_ready(true);
-    Ok(state)
+    Ok(())
 }
 
 /// Finds the shard set behind `shards` (every shard must have a replica that answers within
@@ -317,6 +363,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     info!(address = %local, "listening");
     // One line on stdout for scripts and tests that start the server on port 0.
     println!("stillweb-server listening on http://{local}");
+    reload::on_sighup(state.clone());
     serve(listener, state, listen::shutdown_signal()).await;
     Ok(())
 }

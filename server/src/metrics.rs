@@ -61,6 +61,8 @@ struct Inner {
     keys: BTreeMap<String, u64>,
     /// Sessions shown / reading a gold page (`--gold`); `None` without labels.
     gold: Option<BTreeMap<&'static str, u64>>,
+    /// Builds swapped in by reloads.
+    swaps: u64,
 }
 
 /// The server's metrics; cheap to share.
@@ -127,6 +129,16 @@ impl Metrics {
     /// Starts the gold counters at 0 (a server with `--gold`).
     pub fn enable_gold(&self) {
         self.lock().gold = Some(BTreeMap::from([("surfaced", 0), ("visited", 0)]));
+    }
+
+    /// A reload swapped in another build.
+    pub fn swapped(&self) {
+        self.lock().swaps += 1;
+    }
+
+    /// Builds swapped in so far.
+    pub fn swaps(&self) -> u64 {
+        self.lock().swaps
     }
 
     /// A session shown (`surfaced`) or reading (`visited`) a gold page for the first time.
@@ -236,6 +248,17 @@ pub fn render_batches(out: &mut String, batchers: &[(&str, BatchStats)]) {
             );
         }
     }
+}
+
+/// The build serving (a gauge of 1 labelled with its id) and the swaps so far.
+pub fn render_build(out: &mut String, build_id: &str, swaps: u64) {
+    out.push_str("# HELP stillweb_index_build_info The build serving now (by id).\n# TYPE stillweb_index_build_info gauge\n");
+    let _ = writeln!(
+        out,
+        "stillweb_index_build_info{{build_id=\"{build_id}\"}} 1"
+    );
+    out.push_str("# HELP stillweb_index_swaps_total Builds swapped in by reloads since the start.\n# TYPE stillweb_index_swaps_total counter\n");
+    let _ = writeln!(out, "stillweb_index_swaps_total {swaps}");
 }
 
 #[cfg(test)]

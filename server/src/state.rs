@@ -1,6 +1,8 @@
 //! What every handler shares.
 
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stillweb_index::SearchResults;
@@ -18,8 +20,11 @@ use crate::session::{MemorySessions, RedisSessions, Sessions};
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// What answers searches and visits: the corpus's parts (an index, or a coordinator's
-    /// shards) with the models that search them.
-    pub corpus: Arc<Corpus>,
+    /// shards) with the models that search them. A reload swaps it; a request takes it once
+    /// ([`AppState::corpus`]) and finishes on that build.
+    serving: Arc<ArcSwap<Corpus>>,
+    /// Held by the reload running (one at a time).
+    pub reloading: Arc<tokio::sync::Mutex<()>>,
     pub sessions: Arc<Sessions>,
     pub pool: SearchPool,
     pub config: Arc<Config>,
@@ -51,7 +56,8 @@ impl AppState {
             metrics.enable_gold();
         }
         Ok(AppState {
-            corpus: Arc::new(corpus),
+            serving: Arc::new(ArcSwap::from_pointee(corpus)),
+            reloading: Arc::new(tokio::sync::Mutex::new(())),
             metrics,
             results: Arc::new(LruCache::new(config.result_cache_entries)),
             embeddings: Arc::new(LruCache::new(config.embedding_cache_entries)),
@@ -72,7 +78,19 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
-    pub fn build_id(&self) -> &str {
-        self.corpus.build_id()
+    /// The corpus serving now: a request takes it once and uses it throughout, so that it
+    /// finishes on the build it started on.
+    pub fn corpus(&self) -> Arc<Corpus> {
+        self.serving.load_full()
+    }
+
+    /// Serves `corpus` from now on (requests that took the old one finish on it).
+    pub fn swap(&self, corpus: Corpus) -> Arc<Corpus> {
+        self.serving.swap(Arc::new(corpus))
+    }
+
+    /// The build id of the corpus serving now.
+    pub fn build_id(&self) -> String {
+        self.serving.load().build_id().to_string()
     }
 }

@@ -134,7 +134,7 @@ fn every_protected_endpoint_wants_a_key_in_its_dialect() {
                 continue;
             }
             if path.starts_with("/s/")
-                && ["/metrics", "/info", "/rerank"]
+                && ["/metrics", "/info", "/rerank", "/admin/reload"]
                     .iter()
                     .any(|p| path.ends_with(p))
             {

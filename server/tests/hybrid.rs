@@ -83,7 +83,7 @@ async fn hybrid_search_finds_a_paraphrase_without_shared_words() {
     )
     .expect("state");
     assert!(
-        state.corpus.embedder_id().is_some(),
+        state.corpus().embedder_id().is_some(),
         "hybrid mode loads the query embedder"
     );
     // No word of this query occurs in the corpus: only the dense signal can answer it.

@@ -28,6 +28,7 @@ use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
 use crate::dense::{DenseManifest, DocVectors};
 use crate::doc_ids::DocIdWriter;
 use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
+use crate::overlay::Below;
 use crate::schema::{ChunkFields, DocFields};
 use crate::shard::{GlobalOrds, ShardManifest, ShardOf, shard_of};
 use reuse::ReusedVectors;
@@ -66,6 +67,10 @@ pub struct BuildOptions {
     /// are taken for the documents it indexed unchanged, instead of embedding them again (see
     /// `build/reuse.rs`).
     pub reuse_vectors: Option<PathBuf>,
+    /// Build an overlay of these layers (the base index, then its overlays in order; see
+    /// [`crate::overlay`]): only the manifest's documents, under ordinals after theirs, refusing
+    /// URLs they hold. Empty: an index of its own.
+    pub overlay_of: Vec<PathBuf>,
 }
 
 impl Default for BuildOptions {
@@ -80,6 +85,7 @@ impl Default for BuildOptions {
             graph_threads: 0,
             shard: None,
             reuse_vectors: None,
+            overlay_of: Vec::new(),
         }
     }
 }
@@ -158,6 +164,12 @@ pub fn build_shards(
     };
     if count == 0 {
         return Err(invalid("--shards must be at least 1".into()));
+    }
+    if !options.overlay_of.is_empty() {
+        return Err(invalid(
+            "overlays of a shard set are not supported yet; build the overlay over a single index"
+                .into(),
+        ));
     }
     if let Some(i) = only.filter(|&i| i >= count) {
         return Err(invalid(format!(
@@ -402,6 +414,14 @@ fn build_into(
         ids: DocIdWriter::create(tmp)?,
         dense: None,
     };
+    let below = match options.overlay_of.as_slice() {
+        [] => None,
+        layers => Some(Below::open(layers)?),
+    };
+    if let Some(below) = &below {
+        let model = embedder.as_ref().map(|e| (e.model_id(), e.dimension()));
+        below.check_compatible(&options.chunker, model)?;
+    }
     let mut dense_model = None;
     if let Some(embedder) = embedder {
         dense_model = Some((
@@ -433,6 +453,8 @@ fn build_into(
         next: 0,
         shard: options.shard,
         kept: Vec::new(),
+        below,
+        held_below: Vec::new(),
     };
     let mut sources = Vec::new();
     for mut plan in plans {
@@ -447,6 +469,11 @@ fn build_into(
         plan.report.files = reports;
         check_source(&plan, options)?;
         sources.push(plan.report);
+    }
+    if let Some(below) = &stream.below
+        && !stream.held_below.is_empty()
+    {
+        return Err(below.conflict(&stream.held_below));
     }
     let dense = match writers.dense.take() {
         Some(mut build) => {
@@ -502,15 +529,19 @@ fn build_into(
         .map(|f| f.duplicates)
         .sum();
     let bad_records = sources.iter().map(SourceReport::bad_records).sum();
+    let mut build_id = IndexManifest::compute_build_id(
+        &sources,
+        &options.chunker,
+        ANALYZER_DESCRIPTION,
+        dense.as_ref(),
+        options.shard.map(|s| s.count),
+    );
+    if let Some(below) = &stream.below {
+        build_id = below.build_id(&build_id);
+    }
     let manifest = IndexManifest {
         format_version: FORMAT_VERSION,
-        build_id: IndexManifest::compute_build_id(
-            &sources,
-            &options.chunker,
-            ANALYZER_DESCRIPTION,
-            dense.as_ref(),
-            options.shard.map(|s| s.count),
-        ),
+        build_id,
         stillweb_version: env!("CARGO_PKG_VERSION").to_string(),
         created_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -531,6 +562,7 @@ fn build_into(
             corpus_chunks: None,
             finalized: false,
         }),
+        overlay: stream.below.as_ref().map(Below::manifest),
     };
     manifest.write(tmp)?;
     Ok(manifest)
@@ -595,12 +627,13 @@ fn ingest_file(
                 let Ok(key) = normalize_url(&doc.url) else {
                     continue;
                 };
-                match stream.admit(&key) {
+                match stream.admit(&key)? {
                     Admit::Duplicate => {
                         report.duplicates += 1;
                         continue;
                     }
                     Admit::Elsewhere => {}
+                    Admit::HeldBelow => stream.held_below.push(doc.url),
                     Admit::Here => writers.add(doc, &key, &options.chunker)?,
                 }
                 progress.tick(report.documents);
@@ -638,6 +671,10 @@ struct Stream {
     shard: Option<ShardOf>,
     /// The global ordinals of the documents this build keeps (a shard's).
     kept: Vec<u64>,
+    /// An overlay's layers below, whose URLs it must not hold.
+    below: Option<Below>,
+    /// The URLs of documents the layers below hold already (an overlay refuses them all).
+    held_below: Vec<String>,
 }
 
 enum Admit {
@@ -647,22 +684,29 @@ enum Admit {
     Elsewhere,
     /// This build's.
     Here,
+    /// An overlay's document whose URL a layer below holds.
+    HeldBelow,
 }
 
 impl Stream {
-    fn admit(&mut self, url_key: &str) -> Admit {
+    fn admit(&mut self, url_key: &str) -> Result<Admit, IndexError> {
         if !self.seen.insert(url_hash(url_key)) {
-            return Admit::Duplicate;
+            return Ok(Admit::Duplicate);
+        }
+        if let Some(below) = &self.below
+            && below.holds(url_key)?
+        {
+            return Ok(Admit::HeldBelow);
         }
         let global = self.next;
         self.next += 1;
-        match self.shard {
+        Ok(match self.shard {
             Some(s) if shard_of(url_key, s.count) != s.index => Admit::Elsewhere,
             _ => {
                 self.kept.push(global);
                 Admit::Here
             }
-        }
+        })
     }
 }
 

@@ -188,9 +188,10 @@ impl SearchIndex {
             Some(dense) => Some(DenseIndex::open(dir, dense.clone(), &chunk_counts)?),
             None => None,
         };
-        let global_ords = match &manifest.shard {
-            Some(_) => GlobalOrds::read(dir, manifest.documents)?,
-            None => GlobalOrds::default(),
+        let global_ords = match (&manifest.shard, &manifest.overlay) {
+            (Some(_), _) => GlobalOrds::read(dir, manifest.documents)?,
+            (None, Some(overlay)) => GlobalOrds::Offset(overlay.first_ordinal),
+            (None, None) => GlobalOrds::Identity,
         };
         Ok(SearchIndex {
             dir: dir.to_path_buf(),

@@ -1,5 +1,5 @@
-//! The pipeline run in place: one index with the models that search it, every stage on the
-//! calling thread. Evaluation, benchmarks and tests search through it; it runs the same
+//! The pipeline run in place: one index (or a base with its overlays) with the models that
+//! search it, every stage on the calling thread. Evaluation, benchmarks and tests search through it; it runs the same
 //! [`pipeline::search`] the server runs over its parts.
 
 use std::future::Future;
@@ -19,10 +19,12 @@ use super::{
 use crate::query::ParsedQuery;
 use crate::{IndexError, SearchIndex};
 
-/// An index with the models that search it.
+/// An index, or the layers of one corpus (see [`crate::overlay`]), with the models that
+/// search it.
 #[derive(Debug, Clone)]
 pub struct Retriever {
-    index: Arc<SearchIndex>,
+    /// Never empty; the first is the base.
+    layers: Vec<Arc<SearchIndex>>,
     embedder: Option<EmbedWorker>,
     reranker: Option<RerankWorker>,
 }
@@ -34,18 +36,32 @@ impl Retriever {
         embedder: Option<EmbedWorker>,
         reranker: Option<RerankWorker>,
     ) -> Result<Retriever, IndexError> {
+        Retriever::layered(vec![index], embedder, reranker)
+    }
+
+    /// [`Retriever::new`] over a base and its overlays, opened by
+    /// [`open_layers`](crate::overlay::open_layers).
+    pub fn layered(
+        layers: Vec<Arc<SearchIndex>>,
+        embedder: Option<EmbedWorker>,
+        reranker: Option<RerankWorker>,
+    ) -> Result<Retriever, IndexError> {
+        let Some(base) = layers.first() else {
+            return Err(IndexError::Model("a retriever needs an index".into()));
+        };
         if let Some(e) = &embedder {
-            index.check_embedder(e.model_id(), e.dimension(), e.engine())?;
+            base.check_embedder(e.model_id(), e.dimension(), e.engine())?;
         }
         Ok(Retriever {
-            index,
+            layers,
             embedder,
             reranker,
         })
     }
 
+    /// The base index.
     pub fn index(&self) -> &Arc<SearchIndex> {
-        &self.index
+        &self.layers[0]
     }
 
     /// The reranker's model id, if the retriever has one.
@@ -97,9 +113,9 @@ impl Retriever {
         query: &ParsedQuery,
         params: &SearchParams,
     ) -> Result<SearchResults, IndexError> {
-        let part = [InPlace(&self.index)];
-        let dense = self.index.dense().is_some();
-        block_on(pipeline::search(&part, dense, models, query, params))
+        let parts: Vec<InPlace<'_>> = self.layers.iter().map(|l| InPlace(l)).collect();
+        let dense = self.index().dense().is_some();
+        block_on(pipeline::search(&parts, dense, models, query, params))
     }
 }
 

@@ -165,6 +165,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
             | ErrorCode::Forbidden
+            | ErrorCode::ReloadRefused
             | ErrorCode::Internal => "GENERIC",
         };
         json!({

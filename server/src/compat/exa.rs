@@ -188,6 +188,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Unauthorized
             | ErrorCode::Forbidden
             | ErrorCode::RateLimited
+            | ErrorCode::ReloadRefused
             | ErrorCode::Internal => native_status(code),
         }
     }
@@ -211,6 +212,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
+            | ErrorCode::ReloadRefused
             | ErrorCode::Internal => "INTERNAL_ERROR",
         };
         json!({"requestId": crate::ids::request_id(), "error": message, "tag": tag})
@@ -237,6 +239,7 @@ fn crawl_tag(code: ErrorCode) -> &'static str {
         | ErrorCode::Unauthorized
         | ErrorCode::Forbidden
         | ErrorCode::RateLimited
+        | ErrorCode::ReloadRefused
         | ErrorCode::Internal => "CRAWL_UNKNOWN_ERROR",
     }
 }

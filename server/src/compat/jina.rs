@@ -92,6 +92,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::NotReady
             | ErrorCode::ShardUnavailable
             | ErrorCode::SessionStoreUnavailable
+            | ErrorCode::ReloadRefused
             | ErrorCode::Internal => "ServiceError",
         };
         json!({

@@ -180,6 +180,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::Unauthorized
             | ErrorCode::Forbidden
             | ErrorCode::RateLimited
+            | ErrorCode::ReloadRefused
             | ErrorCode::Internal => native_status(code),
         }
     }

@@ -51,7 +51,7 @@ pub async fn batch(
         responses: answers
             .into_iter()
             .map(|a| match a {
-                Ok(answer) => BatchEntry::Ok(native_response(&state, answer)),
+                Ok(answer) => BatchEntry::Ok(native_response(answer)),
                 Err(e) => BatchEntry::Err(e.body()),
             })
             .collect(),

@@ -62,6 +62,7 @@ pub fn native_status(code: ErrorCode) -> StatusCode {
         ErrorCode::NotReady | ErrorCode::ShardUnavailable | ErrorCode::SessionStoreUnavailable => {
             StatusCode::SERVICE_UNAVAILABLE
         }
+        ErrorCode::ReloadRefused => StatusCode::CONFLICT,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

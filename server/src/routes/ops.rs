@@ -205,11 +205,12 @@ fn refused(state: &AppState, refusal: Refusal) -> Response {
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = state.metrics.render(state.sessions.active().await.ok());
+    crate::metrics::render_build(&mut text, &state.build_id(), state.metrics.swaps());
     let mut batchers = Vec::new();
-    if let Some(reranker) = state.corpus.reranker() {
+    if let Some(reranker) = state.corpus().reranker() {
         batchers.push(("reranker", reranker.batch_stats()));
     }
-    if let Some(stats) = state.corpus.embedder().and_then(|e| e.batch_stats()) {
+    if let Some(stats) = state.corpus().embedder().and_then(|e| e.batch_stats()) {
         batchers.push(("query_embedder", stats));
     }
     crate::metrics::render_batches(&mut text, &batchers);
@@ -224,7 +225,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 pub async fn info(State(state): State<AppState>) -> Json<Value> {
-    let corpus = &state.corpus;
+    let corpus = state.corpus();
     let about = &corpus.info;
     let mut index = json!({
         "build_id": about.build_id,
@@ -234,6 +235,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "created_unix": about.created_unix,
         "format_version": about.format_version,
         "dense": about.dense,
+        "swaps": state.metrics.swaps(),
     });
     let shards: Vec<Value> = corpus
         .shards()
@@ -247,6 +249,9 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             })
         })
         .collect();
+    if !about.overlays.is_empty() {
+        index["overlays"] = json!(about.overlays);
+    }
     if shards.is_empty() {
         index["shard"] = json!(about.shard);
     } else {
@@ -258,8 +263,8 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "index": index,
         "models": {
-            "embedder": state.corpus.embedder_id(),
-            "reranker": state.corpus.reranker_id(),
+            "embedder": state.corpus().embedder_id(),
+            "reranker": state.corpus().reranker_id(),
             "reranker_urls": config.reranker_urls,
             "execution_provider": config.provider.to_string(),
         },
@@ -290,4 +295,21 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "embeddings": {"capacity": config.embedding_cache_entries, "entries": state.embeddings.len()},
         },
     }))
+}
+
+/// `POST /admin/reload`: re-opens the index and overlay paths the server was started with and
+/// swaps the new build in ([`crate::reload`]); an operator key when the server takes keys. The
+/// reload runs as its own task, so a client that gives up does not stop it half-way.
+pub async fn reload(
+    State(state): State<AppState>,
+    axum::Extension(caller): axum::Extension<Caller>,
+) -> Result<Json<crate::reload::Reloaded>, ApiError> {
+    if state.config.api_keys.is_some() && !caller.operator {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only an operator key may reload the index",
+        ));
+    }
+    let task = tokio::spawn(async move { crate::reload::reload(&state).await });
+    Ok(Json(task.await.map_err(ApiError::internal)??))
 }

@@ -46,7 +46,7 @@ pub async fn rerank(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<RerankRequest>,
 ) -> Result<Json<Vec<Ranked>>, ApiError> {
-    let Some(reranker) = state.corpus.reranker().cloned() else {
+    let Some(reranker) = state.corpus().reranker().cloned() else {
         return Err(ApiError::new(
             ErrorCode::RerankUnavailable,
             "this server has no reranker (start it with --reranker DIR)",

@@ -82,7 +82,7 @@ pub async fn search(
     };
     let answer = service::answer(&state, session.as_ref(), query).await?;
     let timing = server_timing(&answer.timing);
-    let mut response = Json(native_response(&state, answer)).into_response();
+    let mut response = Json(native_response(answer)).into_response();
     if let Ok(value) = HeaderValue::from_str(&timing) {
         response.headers_mut().insert("server-timing", value);
     }
@@ -90,7 +90,7 @@ pub async fn search(
 }
 
 /// The native response to one answered query.
-pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
+pub fn native_response(answer: Answer) -> SearchResponse {
     let (context, mut explanations) = match answer.explained {
         Some(e) => (
             Some(e.context),
@@ -115,7 +115,7 @@ pub fn native_response(state: &AppState, answer: Answer) -> SearchResponse {
             .collect(),
         relaxed: answer.relaxed,
         reranked: answer.reranked,
-        index: state.build_id().to_string(),
+        index: answer.build_id,
         explain: context,
     }
 }

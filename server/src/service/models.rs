@@ -10,6 +10,7 @@ use stillweb_models::ModelError;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 use tokio::sync::oneshot;
 
+use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
 use crate::pool::Waiting;
 use crate::state::AppState;
@@ -82,22 +83,26 @@ pub async fn reranked(
 /// The server's models as the search pipeline calls them: the query vector from the embedding
 /// cache, the batcher or a search thread; the rerank scores from the reranker's batcher.
 #[derive(Debug)]
-pub struct ServerModels<'a>(pub &'a AppState);
+pub struct ServerModels<'a> {
+    pub state: &'a AppState,
+    /// The corpus (and so the models) of the search.
+    pub corpus: &'a Corpus,
+}
 
 impl pipeline::Models for ServerModels<'_> {
     type Error = ApiError;
 
     fn embeds(&self) -> bool {
-        self.0.corpus.embedder().is_some()
+        self.corpus.embedder().is_some()
     }
 
     fn reranks(&self) -> bool {
-        self.0.corpus.reranker().is_some()
+        self.corpus.reranker().is_some()
     }
 
     async fn embed(&self, text: &str) -> Result<Vec<f32>, ApiError> {
-        let state = self.0;
-        let Some(embedder) = state.corpus.embedder() else {
+        let state = self.state;
+        let Some(embedder) = self.corpus.embedder() else {
             return Err(ApiError::internal("this server has no query embedder"));
         };
         if embedder.batches_queries() {
@@ -120,7 +125,7 @@ impl pipeline::Models for ServerModels<'_> {
     }
 
     async fn rerank(&self, query: &str, passages: Vec<String>) -> Result<Vec<f32>, ApiError> {
-        match self.0.corpus.reranker() {
+        match self.corpus.reranker() {
             Some(reranker) => reranked(reranker, query.to_string(), passages).await,
             None => Err(ApiError::internal("this server has no reranker")),
         }

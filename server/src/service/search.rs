@@ -13,6 +13,7 @@ use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
 use super::models::ServerModels;
+use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
 use crate::session::SessionId;
 use crate::state::AppState;
@@ -53,6 +54,8 @@ pub struct Answer {
     pub timing: Timing,
     /// With `explain`: the numbers behind each hit's rank, in hit order.
     pub explained: Option<stillweb_index::search::explain::Explained>,
+    /// The build that answered (a reload may have swapped it since).
+    pub build_id: String,
 }
 
 /// Most operators (phrases, `site:`, `-term`, each `OR` alternative) one query may hold: each is
@@ -74,8 +77,13 @@ pub async fn answer(
     Ok(answer)
 }
 
-/// Validates and runs one query without recording it anywhere.
+/// Validates and runs one query without recording it anywhere, on the corpus serving now.
 pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError> {
+    search_on(state, &state.corpus(), request).await
+}
+
+/// [`search`] on `corpus` (one build for all the queries of a batch).
+async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<Answer, ApiError> {
     let query = request.query.trim().to_string();
     if query.is_empty() {
         return Err(ApiError::invalid("`query` is empty"));
@@ -97,16 +105,16 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
     }
     let mut params = SearchParams {
         k: usize::try_from(k).unwrap_or(1),
-        rerank_pool: rerank_pool(state, request.rerank, request.rerank_pool)?,
+        rerank_pool: rerank_pool(state, corpus, request.rerank, request.rerank_pool)?,
         explain: request.explain,
         ..state.config.search.clone()
     };
     if let Some(mode) = &request.mode {
-        params.weights = query_mode(state, mode)?.weights();
+        params.weights = query_mode(corpus, mode)?.weights();
     }
     let reranked = params.rerank_pool > 0;
     let started = Instant::now();
-    let timed = run_search(state, parsed, params).await?;
+    let timed = run_search(state, corpus, parsed, params).await?;
     let timing = Timing {
         stages: timed.results.timings,
         cached: timed.cached,
@@ -125,12 +133,13 @@ pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError
         reranked,
         timing,
         explained,
+        build_id: corpus.build_id().to_string(),
     })
 }
 
 /// A query's own retrieval mode: one the server can run (dense and hybrid need its query
 /// embedder, which it loads when its `--mode` uses vectors).
-fn query_mode(state: &AppState, mode: &str) -> Result<Mode, ApiError> {
+fn query_mode(corpus: &Corpus, mode: &str) -> Result<Mode, ApiError> {
     let parsed: Mode = mode
         .parse()
         .map_err(|e: String| ApiError::invalid(format!("`mode`: {e}")))?;
@@ -138,11 +147,9 @@ fn query_mode(state: &AppState, mode: &str) -> Result<Mode, ApiError> {
         Mode::Rerank => Err(ApiError::invalid(
             "`mode` is bm25, dense or hybrid; reranking is `\"rerank\": true`",
         )),
-        m if m.uses_dense() && state.corpus.embedder_id().is_none() => {
-            Err(ApiError::invalid(format!(
-                "`mode` {mode} needs vectors, and this server runs BM25 only (an index built with --no-dense, or --mode bm25)"
-            )))
-        }
+        m if m.uses_dense() && corpus.embedder_id().is_none() => Err(ApiError::invalid(format!(
+            "`mode` {mode} needs vectors, and this server runs BM25 only (an index built with --no-dense, or --mode bm25)"
+        ))),
         m => Ok(m),
     }
 }
@@ -178,6 +185,7 @@ pub async fn record(
 /// for a reranker the server does not have.
 fn rerank_pool(
     state: &AppState,
+    corpus: &Corpus,
     rerank: Option<bool>,
     pool: Option<i64>,
 ) -> Result<usize, ApiError> {
@@ -189,7 +197,7 @@ fn rerank_pool(
             "`rerank_pool` must be between 0 (no reranking) and {max}, got {n}"
         )));
     }
-    let has_reranker = state.corpus.reranker_id().is_some();
+    let has_reranker = corpus.reranker_id().is_some();
     let wanted = rerank.unwrap_or(has_reranker && pool != Some(0));
     if !wanted {
         return Ok(0);
@@ -222,10 +230,12 @@ pub struct Timed {
 /// embedding cache when the same text was embedded before.
 pub async fn run_search(
     state: &AppState,
+    corpus: &Corpus,
     query: ParsedQuery,
     params: SearchParams,
 ) -> Result<Timed, ApiError> {
-    let key = format!("{}\u{1}{params:?}\u{1}{query:?}", state.build_id());
+    // Keyed by build: an entry of one build is never served for another.
+    let key = format!("{}\u{1}{params:?}\u{1}{query:?}", corpus.build_id());
     if let Some(results) = state.results.get(&key) {
         state.metrics.cache("results", true);
         return Ok(Timed {
@@ -238,10 +248,10 @@ pub async fn run_search(
     }
     state.metrics.cache("results", false);
     // Bounded by the request's time limit (the `observe` middleware), not per search.
-    let corpus = &state.corpus;
     let parts = corpus.stages(&state.pool);
     let dense = corpus.info.dense.is_some();
-    let results = pipeline::search(&parts, dense, &ServerModels(state), &query, &params).await?;
+    let models = ServerModels { state, corpus };
+    let results = pipeline::search(&parts, dense, &models, &query, &params).await?;
     let timed = Timed {
         results,
         cached: false,
@@ -280,11 +290,14 @@ pub async fn answer_many(
     queries: Vec<Query>,
 ) -> Result<Vec<Result<Answer, ApiError>>, ApiError> {
     let queries: Arc<Vec<Query>> = Arc::new(queries);
+    // One build answers the whole batch.
+    let corpus = state.corpus();
     let next = Arc::new(AtomicUsize::new(0));
     let workers = (state.config.search_threads * 2).clamp(1, queries.len().max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
         let (state, queries, next) = (state.clone(), queries.clone(), next.clone());
+        let corpus = Arc::clone(&corpus);
         tasks.spawn(async move {
             let mut done = Vec::new();
             loop {
@@ -292,7 +305,7 @@ pub async fn answer_many(
                 let Some(query) = queries.get(i) else {
                     return done;
                 };
-                done.push((i, search(&state, query.clone()).await));
+                done.push((i, search_on(&state, &corpus, query.clone()).await));
             }
         });
     }

@@ -70,7 +70,7 @@ pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<P
 /// The page at `url`, if it is in the corpus and `session` was shown it.
 async fn page(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
-    let doc = state.corpus.page(&state.pool, &key).await?;
+    let doc = state.corpus().page(&state.pool, &key).await?;
     let Some(doc) = doc else {
         return Err(ApiError::new(
             ErrorCode::UrlNotFound,

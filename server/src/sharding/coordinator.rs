@@ -81,6 +81,7 @@ pub fn discover(shards: &[Vec<String>], wait: Duration) -> anyhow::Result<Corpus
                             format_version: index.format_version,
                             dense: index.dense,
                             shard: None,
+                            overlays: Vec::new(),
                         };
                         set = Some((url.to_string(), info, 0));
                     }

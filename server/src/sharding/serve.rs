@@ -81,7 +81,8 @@ async fn on_index<T: Send + 'static>(
     state: &AppState,
     work: impl FnOnce(&SearchIndex) -> Result<T, IndexError> + Send + 'static,
 ) -> Result<Json<T>, ApiError> {
-    let Some(index) = state.corpus.shard_index() else {
+    let corpus = state.corpus();
+    let Some(index) = corpus.shard_index() else {
         return Err(ApiError::internal("this server serves no shard of its own"));
     };
     let index: Arc<SearchIndex> = Arc::clone(index);
