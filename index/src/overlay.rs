@@ -53,14 +53,40 @@ pub(crate) struct Below {
 }
 
 impl Below {
-    /// Opens `paths` (the base, then its overlays in order) and checks their chain.
-    pub(crate) fn open(paths: &[PathBuf]) -> Result<Below, IndexError> {
+    /// Opens `paths` (the base, then its overlays in order) and checks their chain, and that
+    /// they are the shard being built (`shard`), or whole indexes when it is `None`.
+    pub(crate) fn open(
+        paths: &[PathBuf],
+        shard: Option<crate::shard::ShardOf>,
+    ) -> Result<Below, IndexError> {
         let layers = paths
             .iter()
             .map(|p| SearchIndex::open(p))
             .collect::<Result<Vec<_>, _>>()?;
         check_chain(&layers)?;
+        let base = &layers[0];
+        let layout = base.manifest().shard.as_ref().map(|s| (s.index, s.count));
+        if layout != shard.map(|s| (s.index, s.count)) {
+            return Err(refuse(
+                base.dir(),
+                format!(
+                    "it is {}, and this build makes {}; build a shard set's overlay with the same --shards, over the set's directory",
+                    describe(layout),
+                    describe(shard.map(|s| (s.index, s.count)))
+                ),
+            ));
+        }
         Ok(Below { layers })
+    }
+
+    /// Opens layers given to a server (whole indexes, or one shard of each set) and checks them.
+    fn open_served(paths: &[PathBuf]) -> Result<Vec<SearchIndex>, IndexError> {
+        let layers = paths
+            .iter()
+            .map(|p| SearchIndex::open(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_chain(&layers)?;
+        Ok(layers)
     }
 
     /// Refuses to add to the layers with another chunker, or another embedder (`dense`: the
@@ -136,7 +162,7 @@ impl Below {
                 .iter()
                 .map(|l| l.manifest().build_id.clone())
                 .collect(),
-            first_ordinal: self.layers.iter().map(|l| l.manifest().documents).sum(),
+            first_ordinal: self.layers.iter().map(corpus_documents).sum(),
         }
     }
 
@@ -160,6 +186,19 @@ impl Below {
     }
 }
 
+/// Documents of the corpus a layer belongs to: its own, or its whole set's for a shard.
+fn corpus_documents(layer: &SearchIndex) -> u64 {
+    let m = layer.manifest();
+    m.shard.as_ref().map_or(m.documents, |s| s.corpus_documents)
+}
+
+fn describe(layout: Option<(u32, u32)>) -> String {
+    match layout {
+        Some((index, count)) => format!("shard {index} of {count}"),
+        None => "a whole index".into(),
+    }
+}
+
 /// Checks that each layer after the first is an overlay of exactly the layers before it.
 fn check_chain(layers: &[SearchIndex]) -> Result<(), IndexError> {
     let Some(base) = layers.first() else {
@@ -168,12 +207,7 @@ fn check_chain(layers: &[SearchIndex]) -> Result<(), IndexError> {
             reason: "no base index given".into(),
         });
     };
-    if base.manifest().shard.is_some() {
-        return Err(refuse(
-            base.dir(),
-            "it is one shard of a set; overlays of a shard set are not supported yet (overlay the single index, or rebuild the set)".into(),
-        ));
-    }
+    let layout = |l: &SearchIndex| l.manifest().shard.as_ref().map(|s| (s.index, s.count));
     if let Some(o) = &base.manifest().overlay {
         return Err(refuse(
             base.dir(),
@@ -184,6 +218,16 @@ fn check_chain(layers: &[SearchIndex]) -> Result<(), IndexError> {
         ));
     }
     for (i, layer) in layers.iter().enumerate().skip(1) {
+        if layout(layer) != layout(base) {
+            return Err(refuse(
+                layer.dir(),
+                format!(
+                    "it is {} but the base is {}; a shard set's overlay is a set with the same number of shards, each shard served over the base's shard of the same number",
+                    describe(layout(layer)),
+                    describe(layout(base))
+                ),
+            ));
+        }
         let below: Vec<String> = layers[..i]
             .iter()
             .map(|l| l.manifest().build_id.clone())
@@ -195,7 +239,7 @@ fn check_chain(layers: &[SearchIndex]) -> Result<(), IndexError> {
                     .into(),
             ));
         };
-        let first: u64 = layers[..i].iter().map(|l| l.manifest().documents).sum();
+        let first: u64 = layers[..i].iter().map(corpus_documents).sum();
         if overlay.of == below && overlay.first_ordinal != first {
             return Err(refuse(
                 layer.dir(),
@@ -224,11 +268,29 @@ fn check_chain(layers: &[SearchIndex]) -> Result<(), IndexError> {
 /// BM25 statistics of all of them.
 pub fn open_layers(base: &Path, overlays: &[PathBuf]) -> Result<Vec<SearchIndex>, IndexError> {
     if overlays.is_empty() {
-        return Ok(vec![SearchIndex::open(base)?]);
+        let layers = vec![SearchIndex::open(base)?];
+        check_chain(&layers)?;
+        return Ok(layers);
     }
     let mut paths = vec![base.to_path_buf()];
     paths.extend(overlays.iter().cloned());
-    let layers = Below::open(&paths)?.layers;
+    let layers = Below::open_served(&paths)?;
+    if layers[0].manifest().shard.is_some() {
+        // A shard sees only its part of each layer: the top overlay's finalize wrote the
+        // corpus's statistics for every layer below it, and its own.
+        let top = layers.len() - 1;
+        let below: Vec<Bm25Stats> = (0..top)
+            .map(|k| read_below_stats(layers[top].dir(), k))
+            .collect::<Result<_, _>>()?;
+        return Ok(layers
+            .into_iter()
+            .enumerate()
+            .map(|(k, layer)| match below.get(k) {
+                Some(stats) => layer.with_bm25_stats(stats.clone()),
+                None => layer,
+            })
+            .collect());
+    }
     let own: Vec<Bm25Stats> = layers
         .iter()
         .map(|l| Bm25Stats::of(&[l]))
@@ -249,4 +311,76 @@ pub fn layered_build_id(layers: &[&SearchIndex]) -> String {
         .map(|l| l.manifest().build_id.as_str())
         .collect::<Vec<_>>()
         .join("+")
+}
+
+/// The file in a finalized overlay shard with the corpus's statistics for its layer `k` below.
+fn below_stats_file(k: usize) -> String {
+    format!("bm25_stats.below-{k}.json")
+}
+
+fn read_below_stats(dir: &Path, k: usize) -> Result<Bm25Stats, IndexError> {
+    let path = dir.join(below_stats_file(k));
+    let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| IndexError::Damaged {
+        path: dir.to_path_buf(),
+        reason: format!("{}: {e}", below_stats_file(k)),
+    })
+}
+
+/// For the finalize of an overlay set built on `of` (build ids): the statistics of the layers
+/// below, shard by shard (`[k][i]`: layer `k`'s shard `i`, each its own), opened from the sets
+/// at `sets`, which must be those builds with `count` shards each.
+pub(crate) fn below_shard_stats(
+    sets: &[PathBuf],
+    of: &[String],
+    count: u32,
+) -> Result<Vec<Vec<Bm25Stats>>, IndexError> {
+    if sets.len() != of.len() {
+        return Err(refuse(
+            sets.first().map_or(Path::new(""), |p| p.as_path()),
+            format!(
+                "the overlay set was built on {} layers ({}), {} are given",
+                of.len(),
+                of.join(", "),
+                sets.len()
+            ),
+        ));
+    }
+    sets.iter()
+        .zip(of)
+        .map(|(set, id)| {
+            (0..count)
+                .map(|i| {
+                    let dir = crate::shard::shard_dir(set, i);
+                    let index = SearchIndex::open_unfinalized(&dir)?;
+                    let m = index.manifest();
+                    let layout = m.shard.as_ref().map(|s| (s.index, s.count));
+                    if &m.build_id != id || layout != Some((i, count)) {
+                        return Err(refuse(
+                            &dir,
+                            format!(
+                                "it is {} of build {}; the overlay set was built on shard {i} of {count} of build {id}",
+                                describe(layout),
+                                m.build_id
+                            ),
+                        ));
+                    }
+                    Bm25Stats::of(&[&index])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Writes into overlay shard `dir` the corpus's statistics for each layer below it.
+pub(crate) fn write_below_stats(dir: &Path, below: &[Bm25Stats]) -> Result<(), IndexError> {
+    for (k, stats) in below.iter().enumerate() {
+        let path = dir.join(below_stats_file(k));
+        let text = serde_json::to_vec(stats).map_err(|e| IndexError::Damaged {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        std::fs::write(&path, text).map_err(|e| IndexError::io(&path, e))?;
+    }
+    Ok(())
 }

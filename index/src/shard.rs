@@ -150,6 +150,14 @@ pub struct FinalizeReport {
 /// directories exist and belong together (one build id, one shard count, every number present
 /// once, documents adding up to the corpus's); rewrites each shard's checksums.
 pub fn finalize(set: &Path) -> Result<FinalizeReport, IndexError> {
+    finalize_over(set, &[])
+}
+
+/// [`finalize`] for a set that is an overlay of the sets at `below` (the base set, then its
+/// overlay sets in order; empty for a set of its own): the corpus's statistics are those of all
+/// the layers, and each overlay shard also gets them for the layers below it (see
+/// [`crate::overlay`]).
+pub fn finalize_over(set: &Path, below: &[PathBuf]) -> Result<FinalizeReport, IndexError> {
     let fail = |reason: String| IndexError::Shards {
         path: set.to_path_buf(),
         reason,
@@ -211,9 +219,30 @@ pub fn finalize(set: &Path) -> Result<FinalizeReport, IndexError> {
         let index = SearchIndex::open_unfinalized(dir)?;
         own.push(Bm25Stats::of(&[&index])?);
     }
-    let corpus = Bm25Stats::sum(&own);
-    for ((mut manifest, dir), own) in shards.into_iter().zip(own) {
+    if shards[0].0.overlay.is_some() == below.is_empty() {
+        return Err(fail(if below.is_empty() {
+            "it is an overlay set: finalize it with --overlay-of, naming the sets it was built on"
+                .into()
+        } else {
+            "it is not an overlay set; finalize it without --overlay-of".into()
+        }));
+    }
+    let of = shards[0]
+        .0
+        .overlay
+        .as_ref()
+        .map_or_else(Vec::new, |o| o.of.clone());
+    let layers = crate::overlay::below_shard_stats(below, &of, count)?;
+    let mut all: Vec<Bm25Stats> = layers.iter().flatten().cloned().collect();
+    all.extend(own.iter().cloned());
+    let corpus = Bm25Stats::sum(&all);
+    for (i, ((mut manifest, dir), own)) in shards.into_iter().zip(own).enumerate() {
         let stats = corpus.restricted_to(&own);
+        let for_below: Vec<Bm25Stats> = layers
+            .iter()
+            .map(|layer| corpus.restricted_to(&layer[i]))
+            .collect();
+        crate::overlay::write_below_stats(&dir, &for_below)?;
         // A new file, renamed over any earlier one: a revectored shard may share the old by a
         // hard link.
         let path = dir.join(BM25_STATS_FILE);

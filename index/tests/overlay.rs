@@ -9,8 +9,10 @@ use std::sync::Arc;
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::overlay::open_layers;
 use stillweb_index::search::Mode;
+use stillweb_index::shard::shard_dir;
 use stillweb_index::{
-    BuildOptions, IndexError, Retriever, SearchIndex, SearchParams, build_index_with, parse,
+    BuildOptions, IndexError, Retriever, SearchIndex, SearchParams, build_index_with, build_shards,
+    parse,
 };
 use stillweb_model_core::Embedder;
 use stillweb_model_core::fake::HashingEmbedder;
@@ -176,4 +178,69 @@ fn an_overlay_is_refused_when_it_does_not_fit_what_is_below() {
     assert!(err.to_string().contains("itself an overlay"), "{err}");
     let err = open_layers(&base, &[other_base]).expect_err("not an overlay");
     assert!(err.to_string().contains("not an overlay"), "{err}");
+}
+
+/// Builds the documents `keep` selects as a set of 3 shards at `dir/set`, an overlay set of
+/// `overlay_of` when given.
+fn build_set(dir: &Path, keep: impl Fn(usize) -> bool, overlay_of: &[PathBuf]) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("dir");
+    let manifest = support::write_corpus(dir, DOCUMENTS, keep);
+    let corpus = CorpusManifest::load(&manifest).expect("manifest");
+    let options = BuildOptions {
+        overlay_of: overlay_of.to_vec(),
+        graph_threads: 1,
+        ..BuildOptions::default()
+    };
+    let out = dir.join("set");
+    build_shards(
+        &corpus,
+        &out,
+        3,
+        None,
+        &options,
+        Some(&mut HashingEmbedder::new(64) as &mut dyn Embedder),
+    )
+    .expect("set build");
+    out
+}
+
+#[test]
+fn a_shard_set_with_an_overlay_set_ranks_as_one_build_of_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let single = build(&dir.path().join("single"), |_| true, &[], 64).expect("single");
+    let base = build_set(&dir.path().join("base"), |d| d < BASE, &[]);
+    let overlay = build_set(
+        &dir.path().join("overlay"),
+        |d| d >= BASE,
+        std::slice::from_ref(&base),
+    );
+    // Each shard server's layers: the base's shard I and the overlay's shard I.
+    let mut parts = Vec::new();
+    let mut held = 0;
+    for i in 0..3 {
+        let layers = open_layers(&shard_dir(&base, i), &[shard_dir(&overlay, i)]).expect("layers");
+        let shard = layers[1].manifest().shard.clone().expect("a shard");
+        assert_eq!(shard.corpus_documents, (DOCUMENTS - BASE) as u64);
+        held += layers[1].manifest().documents;
+        parts.extend(layers.into_iter().map(Arc::new));
+    }
+    assert_eq!(held, (DOCUMENTS - BASE) as u64);
+    // A base shard with another shard's overlay is refused.
+    let err = open_layers(&shard_dir(&base, 0), &[shard_dir(&overlay, 1)]).expect_err("mixed");
+    assert!(err.to_string().contains("shard 1 of 3"), "{err}");
+
+    let sharded = Retriever::layered(parts, None, None).expect("retriever");
+    let whole = Retriever::new(
+        Arc::new(SearchIndex::open(&single).expect("open")),
+        None,
+        None,
+    )
+    .expect("retriever");
+    for query in ["glacier falcon quartz", "violin", "senate harbor", "doc"] {
+        assert_eq!(
+            urls(&sharded, query, Mode::Bm25),
+            urls(&whole, query, Mode::Bm25),
+            "{query}"
+        );
+    }
 }

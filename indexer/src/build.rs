@@ -63,8 +63,10 @@ pub struct Args {
     /// Build an overlay of this index: only the manifest's documents, under ordinals after the
     /// base's, served with it by `stillweb-server --index BASE --overlay OUT`. Repeat to
     /// stack: the base first, then the overlays already built on it, in order. A URL the
-    /// layers below hold is refused, with the list of them.
-    #[arg(long, conflicts_with = "shards")]
+    /// layers below hold is refused, with the list of them. With --shards N, BASE is a set of
+    /// N shards and the overlay a set of N (shard I served over the base's shard I; with
+    /// --shard, finalize with `finalize --out OUT --overlay-of BASE`).
+    #[arg(long)]
     overlay_of: Vec<PathBuf>,
 }
 

@@ -10,11 +10,15 @@ pub struct Args {
     /// The set's directory (holding shard-0 … shard-{N-1}).
     #[arg(long)]
     out: PathBuf,
+    /// For an overlay set (built with `--shards N --overlay-of BASE`): the sets it was built
+    /// on, the base set first, as the build was given them.
+    #[arg(long)]
+    overlay_of: Vec<PathBuf>,
 }
 
 /// Prints the set's build id and counts (JSON).
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let report = stillweb_index::shard::finalize(&args.out)
+    let report = stillweb_index::shard::finalize_over(&args.out, &args.overlay_of)
         .with_context(|| format!("finalizing the shard set at {}", args.out.display()))?;
     println!(
         "{}",

@@ -805,10 +805,11 @@ fn scifact_test_queries(beir: &Path) -> Vec<String> {
 }
 
 /// SciFact split by its manifest into a base (the first 4,683 documents) and an overlay (the
-/// last 500, built with `--overlay-of` the base), served as `--index BASE --overlay OVERLAY`:
-/// with BM25 the top 10 of every test query is the single build's (URLs and order); hybrid
-/// nDCG@10 through `eval --target` is within 0.003 of the single build's; every overlay page a
-/// session was shown is visitable there, and `/info` names both builds.
+/// last 500, built with `--overlay-of` the base), served as `--index BASE --overlay OVERLAY`,
+/// and the same as a 3-shard base set with a 3-shard overlay set behind a coordinator: with
+/// BM25 the top 10 of every test query is the single build's (URLs and order); hybrid nDCG@10
+/// through `eval --target` is within 0.003 of the single build's; every overlay page a session
+/// was shown is visitable there, and `/info` names both builds.
 #[test]
 fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
     let Some(data) = shared_data() else { return };
@@ -898,7 +899,7 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
     );
 
     // Every overlay page a session is shown can be visited in it.
-    let overlay_urls: std::collections::HashSet<String> = lines[4683..]
+    let overlay_ids: std::collections::HashSet<String> = lines[4683..]
         .iter()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).expect("doc")["_id"]
@@ -907,41 +908,12 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
                 .to_string()
         })
         .collect();
+    let visited = visit_shown(&layered, &queries[..100], &overlay_ids);
+    assert!(visited >= 10, "{visited} overlay pages shown and visited");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
         .into();
-    let mut visited = 0;
-    for query in queries.iter().take(100) {
-        let body: serde_json::Value = agent
-            .post(format!("{layered}/v1/search"))
-            .send_json(serde_json::json!({"query": query, "k": 10, "session": "overlay-visits"}))
-            .expect("search")
-            .body_mut()
-            .read_json()
-            .expect("json");
-        for hit in body["results"].as_array().expect("results") {
-            let url = hit["url"].as_str().expect("url");
-            if !overlay_urls
-                .iter()
-                .any(|id| url.ends_with(&format!("/{id}")))
-            {
-                continue;
-            }
-            let mut response = agent
-                .post(format!("{layered}/v1/visit"))
-                .send_json(serde_json::json!({"url": url, "session": "overlay-visits"}))
-                .expect("visit");
-            assert_eq!(response.status(), 200, "{url}");
-            let page: serde_json::Value = response.body_mut().read_json().expect("page");
-            assert!(
-                !page["text"].as_str().unwrap_or_default().is_empty(),
-                "{url}"
-            );
-            visited += 1;
-        }
-    }
-    assert!(visited >= 10, "{visited} overlay pages shown and visited");
     let info: serde_json::Value = agent
         .get(format!("{layered}/info"))
         .call()
@@ -962,6 +934,93 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
         "{info}"
     );
     assert_eq!(index["overlays"][0]["documents"], 500, "{info}");
+
+    // The same split as a 3-shard base set and a 3-shard overlay set: each shard server takes
+    // its base shard and its overlay shard; the coordinator needs nothing new.
+    let build_set = |at: &Path, extra: &[&str]| {
+        let (m, out) = (at.join("m.toml"), at.join("set"));
+        let mut args = vec![
+            "build",
+            "--manifest",
+            path_str(&m),
+            "--out",
+            path_str(&out),
+            "--shards",
+            "3",
+            "--reuse-vectors",
+            path_str(&vectors),
+        ];
+        args.extend_from_slice(extra);
+        json(&indexer(&args));
+        out
+    };
+    let base_set = build_set(&base_dir, &[]);
+    let overlay_set = build_set(&overlay_dir, &["--overlay-of", path_str(&base_set)]);
+    let shards: Vec<String> = (0..3)
+        .map(|i| {
+            let overlay = overlay_set.join(format!("shard-{i}"));
+            serve(
+                &base_set.join(format!("shard-{i}")),
+                &["--overlay", path_str(&overlay), "--mode", "bm25"],
+            )
+        })
+        .collect();
+    let coordinator_bm25 = serve_coordinator(&shards, &["--mode", "bm25"]);
+    for query in &queries {
+        assert_eq!(
+            top_urls(&coordinator_bm25, query, 10),
+            top_urls(&single_bm25, query, 10),
+            "3-shard base + overlay, BM25 top 10 for {query:?}"
+        );
+    }
+    let coordinator = serve_coordinator(&shards, &["--max-k", "100"]);
+    let sharded_ndcg = eval(&coordinator);
+    eprintln!(
+        "scifact hybrid, 3-shard base + 3-shard overlay vs one index: nDCG@10 {sharded_ndcg:.4} vs {single_ndcg:.4}"
+    );
+    assert!(
+        (sharded_ndcg - single_ndcg).abs() <= 0.003,
+        "nDCG@10 {sharded_ndcg:.4} vs {single_ndcg:.4}"
+    );
+    let visited = visit_shown(&coordinator, &queries[..100], &overlay_ids);
+    assert!(visited >= 10, "{visited} overlay pages shown and visited");
+}
+
+/// Searches `queries` in one session at `server` and visits every result whose document id is
+/// in `ids` (each must answer 200 with text); returns how many were visited.
+fn visit_shown(server: &str, queries: &[String], ids: &std::collections::HashSet<String>) -> usize {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut visited = 0;
+    for query in queries {
+        let body: serde_json::Value = agent
+            .post(format!("{server}/v1/search"))
+            .send_json(serde_json::json!({"query": query, "k": 10, "session": "overlay-visits"}))
+            .expect("search")
+            .body_mut()
+            .read_json()
+            .expect("json");
+        for hit in body["results"].as_array().expect("results") {
+            let url = hit["url"].as_str().expect("url");
+            if !ids.iter().any(|id| url.ends_with(&format!("/{id}"))) {
+                continue;
+            }
+            let mut response = agent
+                .post(format!("{server}/v1/visit"))
+                .send_json(serde_json::json!({"url": url, "session": "overlay-visits"}))
+                .expect("visit");
+            assert_eq!(response.status(), 200, "{url}");
+            let page: serde_json::Value = response.body_mut().read_json().expect("page");
+            assert!(
+                !page["text"].as_str().unwrap_or_default().is_empty(),
+                "{url}"
+            );
+            visited += 1;
+        }
+    }
+    visited
 }
 
 /// `(url, score)` of the top `k` results for `query`.

@@ -75,7 +75,19 @@ impl CorpusInfo {
                 .unwrap_or(0),
             format_version: u64::from(m.format_version),
             dense: m.dense.clone(),
-            shard: m.shard.clone(),
+            // A shard of layered sets: its place, with the corpus of all of them.
+            shard: m.shard.clone().map(|shard| ShardManifest {
+                corpus_documents: all
+                    .iter()
+                    .filter_map(|l| l.manifest().shard.as_ref())
+                    .map(|s| s.corpus_documents)
+                    .sum(),
+                corpus_chunks: all
+                    .iter()
+                    .map(|l| l.manifest().shard.as_ref().and_then(|s| s.corpus_chunks))
+                    .sum(),
+                ..shard
+            }),
             overlays: all[1..]
                 .iter()
                 .map(|l| LayerInfo {
@@ -138,12 +150,19 @@ impl Corpus {
         self.reranker.as_ref().map(|r| r.model_id())
     }
 
-    /// The index a shard server answers its coordinator's stage calls from: its one local part.
-    pub fn shard_index(&self) -> Option<&Arc<SearchIndex>> {
-        match self.parts.as_slice() {
-            [Part::Local(index)] if index.manifest().shard.is_some() => Some(index),
-            _ => None,
-        }
+    /// The layers a shard server answers its coordinator's stage calls from: its local parts
+    /// (a shard of a set, and that shard of each overlay set), when it serves a shard.
+    pub fn shard_layers(&self) -> Option<Vec<Arc<SearchIndex>>> {
+        let layers: Vec<Arc<SearchIndex>> = self
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Local(index) => Some(Arc::clone(index)),
+                Part::Remote(_) => None,
+            })
+            .collect();
+        let is_shard = layers.first()?.manifest().shard.is_some();
+        (is_shard && layers.len() == self.parts.len()).then_some(layers)
     }
 
     /// The remote shards, in shard order (none for local parts).
@@ -154,11 +173,13 @@ impl Corpus {
         })
     }
 
-    /// The parts as the pipeline calls them, local ones on `pool`.
+    /// The parts as the pipeline calls them, local ones on `pool`, remote ones asked for this
+    /// corpus's build.
     pub fn stages<'a>(&'a self, pool: &'a SearchPool) -> Vec<OnPool<'a>> {
+        let build = self.build_id();
         self.parts
             .iter()
-            .map(|part| OnPool { part, pool })
+            .map(|part| OnPool { part, pool, build })
             .collect()
     }
 
@@ -179,7 +200,8 @@ impl Corpus {
                 }
                 Part::Remote(shard) if shard_of(url_key, shards) as usize == shard.shard => {
                     let key = url_key.to_string();
-                    shard.call(PAGE, &PageRequest { url_key: key }).await?
+                    let request = PageRequest { url_key: key };
+                    shard.call(PAGE, &request, self.build_id()).await?
                 }
                 Part::Remote(_) => None,
             };
@@ -197,6 +219,8 @@ impl Corpus {
 pub struct OnPool<'a> {
     part: &'a Part,
     pool: &'a SearchPool,
+    /// The corpus's build, which a remote part's answers must come from.
+    build: &'a str,
 }
 
 impl OnPool<'_> {
@@ -222,7 +246,7 @@ impl pipeline::Part for OnPool<'_> {
             Part::Local(index) => self.local(index, move |i| i.filter_counts(&query)).await,
             Part::Remote(shard) => {
                 shard
-                    .call(FILTER_COUNTS, &FilterCountsRequest { query })
+                    .call(FILTER_COUNTS, &FilterCountsRequest { query }, self.build)
                     .await
             }
         }
@@ -242,7 +266,7 @@ impl pipeline::Part for OnPool<'_> {
             }
             Part::Remote(shard) => {
                 let request = CandidatesRequest { query, limit, plan };
-                shard.call(CANDIDATES, &request).await
+                shard.call(CANDIDATES, &request, self.build).await
             }
         }
     }
@@ -258,7 +282,10 @@ impl pipeline::Part for OnPool<'_> {
                 self.local(index, move |i| i.chunk_scores(&query, &docs))
                     .await
             }
-            Part::Remote(shard) => shard.call(CHUNKS, &ChunksRequest { query, docs }).await,
+            Part::Remote(shard) => {
+                let request = ChunksRequest { query, docs };
+                shard.call(CHUNKS, &request, self.build).await
+            }
         }
     }
 
@@ -278,7 +305,10 @@ impl pipeline::Part for OnPool<'_> {
                 *pages = read;
                 Ok(passages)
             }
-            Part::Remote(shard) => shard.call(PASSAGES, &PassagesRequest { chunks }).await,
+            Part::Remote(shard) => {
+                let request = PassagesRequest { chunks };
+                shard.call(PASSAGES, &request, self.build).await
+            }
         }
     }
 
@@ -290,7 +320,10 @@ impl pipeline::Part for OnPool<'_> {
                 self.local(index, move |i| i.hits_into(&ranked, &mut read))
                     .await
             }
-            Part::Remote(shard) => shard.call(HITS, &HitsRequest { ranked }).await,
+            Part::Remote(shard) => {
+                let request = HitsRequest { ranked };
+                shard.call(HITS, &request, self.build).await
+            }
         }
     }
 }

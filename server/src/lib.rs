@@ -114,7 +114,7 @@ pub fn app(state: AppState) -> Router {
                 .delete(compat::mcp::delete),
         );
     // A shard server also answers its coordinator's stage calls.
-    let shard_api = if state.corpus().shard_index().is_some() {
+    let shard_api = if state.corpus().shard_layers().is_some() {
         sharding::serve::routes()
     } else {
         Router::new()

@@ -9,6 +9,12 @@
 //! finish on the build they started on and new ones see the new build; each response names its
 //! build, and the result cache is keyed by build. A reload that fails at any step leaves the old
 //! build serving and answers `reload_refused` with the reason. Reloads run one at a time.
+//!
+//! A coordinator's reload asks its shards again and swaps to their build only when every
+//! replica of every shard reports the same one. Its stage calls name the build they expect
+//! ([`crate::sharding::protocol::BUILD_HEADER`]); a shard server answers calls naming the build
+//! before its last reload from that build, so the deploy order — reload every shard server,
+//! then the coordinators — fails no search and mixes no builds.
 
 use std::time::Instant;
 
@@ -16,8 +22,12 @@ use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::config::Source;
+use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
+
+/// How long a coordinator's reload waits for every shard to have a replica that answers.
+const SHARD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a reload did.
 #[derive(Debug, Clone, Serialize)]
@@ -44,15 +54,20 @@ pub async fn reload(state: &AppState) -> Result<Reloaded, ApiError> {
             format!("reload refused, still serving build {previous}: {why}"),
         )
     };
-    let Source::Index { dir, overlays } = state.config.source.clone() else {
-        return Err(refused(
-            "a coordinator serves what its shards serve; reload the shard servers, then restart the coordinator".into(),
-        ));
-    };
     let config = (*state.config).clone();
     let (embedder, reranker) = (current.embedder().cloned(), current.reranker().cloned());
-    let opened = tokio::task::spawn_blocking(move || {
-        crate::open_local_corpus(&config, &dir, &overlays, embedder, reranker)
+    let parts = current.parts.clone();
+    let opened = tokio::task::spawn_blocking(move || match &config.source {
+        Source::Index { dir, overlays } => {
+            crate::open_local_corpus(&config, dir, overlays, embedder, reranker)
+        }
+        // A coordinator follows its shards: it swaps only when every replica of every shard
+        // reports one build (each shard server keeps answering the build before its last
+        // reload meanwhile, so no search mixes two).
+        Source::Shards { shards, .. } => {
+            let set = crate::sharding::coordinator::discover(shards, SHARD_WAIT)?;
+            Ok(Corpus::new(parts, set, embedder, reranker)?)
+        }
     })
     .await
     .map_err(ApiError::internal)?;

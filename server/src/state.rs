@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stillweb_index::SearchResults;
@@ -23,6 +23,9 @@ pub struct AppState {
     /// shards) with the models that search them. A reload swaps it; a request takes it once
     /// ([`AppState::corpus`]) and finishes on that build.
     serving: Arc<ArcSwap<Corpus>>,
+    /// The corpus before the last swap: a shard server answers its coordinator's calls that
+    /// still name that build until the coordinator swaps too.
+    previous: Arc<ArcSwapOption<Corpus>>,
     /// Held by the reload running (one at a time).
     pub reloading: Arc<tokio::sync::Mutex<()>>,
     pub sessions: Arc<Sessions>,
@@ -57,6 +60,7 @@ impl AppState {
         }
         Ok(AppState {
             serving: Arc::new(ArcSwap::from_pointee(corpus)),
+            previous: Arc::new(ArcSwapOption::empty()),
             reloading: Arc::new(tokio::sync::Mutex::new(())),
             metrics,
             results: Arc::new(LruCache::new(config.result_cache_entries)),
@@ -85,8 +89,20 @@ impl AppState {
     }
 
     /// Serves `corpus` from now on (requests that took the old one finish on it).
-    pub fn swap(&self, corpus: Corpus) -> Arc<Corpus> {
-        self.serving.swap(Arc::new(corpus))
+    pub fn swap(&self, corpus: Corpus) {
+        let old = self.serving.swap(Arc::new(corpus));
+        self.previous.store(Some(old));
+    }
+
+    /// The corpus of build `build`: the one serving, or the one before the last swap.
+    pub fn corpus_of(&self, build: &str) -> Option<Arc<Corpus>> {
+        let now = self.corpus();
+        if now.build_id() == build {
+            return Some(now);
+        }
+        self.previous
+            .load_full()
+            .filter(|before| before.build_id() == build)
     }
 
     /// The build id of the corpus serving now.

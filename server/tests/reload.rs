@@ -14,14 +14,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stillweb_corpus::manifest::CorpusManifest;
-use stillweb_index::{BuildOptions, build_index};
-use support::{agent, samples_index, spawn_server};
+use stillweb_index::{BuildOptions, build_index, build_shards};
+use support::{agent, repo, samples_index, shared_data, spawn_server, spawn_with};
 
 const PAGES: usize = 12;
 const QUERY: &str = "quillwort fabricated record";
 
-/// An overlay of `base` at `dir/NAME`: the fabricated pages, their text naming `version`.
+/// An overlay of `base` at `dir/NAME`: the fabricated pages, their text naming `version`; with
+/// `shards`, `base` is a set and the overlay a set of as many shards.
 fn overlay(dir: &Path, base: &Path, name: &str, version: &str) -> PathBuf {
+    overlay_of(dir, base, name, version, None)
+}
+
+fn overlay_of(dir: &Path, base: &Path, name: &str, version: &str, shards: Option<u32>) -> PathBuf {
     let at = dir.join(name);
     std::fs::create_dir_all(&at).expect("dir");
     let mut lines = String::new();
@@ -46,7 +51,11 @@ fn overlay(dir: &Path, base: &Path, name: &str, version: &str) -> PathBuf {
         overlay_of: vec![base.to_path_buf()],
         ..BuildOptions::default()
     };
-    build_index(&corpus, &out, &options).expect("overlay build");
+    match shards {
+        None => build_index(&corpus, &out, &options).map(|_| ()),
+        Some(n) => build_shards(&corpus, &out, n, None, &options, None).map(|_| ()),
+    }
+    .expect("overlay build");
     out
 }
 
@@ -303,4 +312,126 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The open-loop load of [`reloads_under_load_drop_no_request_and_a_damaged_build_is_refused`]:
+/// an episode every 20 ms against `url` until `stop`.
+fn open_loop(
+    url: &str,
+    stop: &Arc<AtomicBool>,
+) -> (
+    std::thread::JoinHandle<()>,
+    std::sync::mpsc::Receiver<Episode>,
+) {
+    let (sender, outcomes) = std::sync::mpsc::channel();
+    let (stop, url) = (Arc::clone(stop), url.to_string());
+    let load = std::thread::spawn(move || {
+        let mut clients = Vec::new();
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let (sender, url) = (sender.clone(), url.clone());
+            clients.push(std::thread::spawn(move || {
+                let _ = sender.send(episode(&url, n));
+            }));
+            n += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for client in clients {
+            client.join().expect("client");
+        }
+    });
+    (load, outcomes)
+}
+
+/// A coordinator over a 2-shard base set whose shard servers each serve an overlay shard behind
+/// a symlink: it moves to the shards' new build only once every shard serves it (a reload
+/// before that is refused, naming both builds), and the shard servers keep answering its calls
+/// for the build before theirs meanwhile, so under load no search fails or mixes builds.
+#[test]
+fn a_coordinator_moves_to_a_new_build_only_when_every_shard_serves_it() {
+    if shared_data().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = CorpusManifest::load(&repo().join("corpus-manifests/samples.toml"))
+        .expect("samples manifest");
+    let base = dir.path().join("base");
+    build_shards(&corpus, &base, 2, None, &BuildOptions::default(), None).expect("base set");
+    let one = overlay_of(dir.path(), &base, "one", "version one", Some(2));
+    let two = overlay_of(dir.path(), &base, "two", "version two", Some(2));
+    let links: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let link = dir.path().join(format!("current-{i}"));
+            flip(&link, &one.join(format!("shard-{i}")));
+            link
+        })
+        .collect();
+    let shards: Vec<support::Server> = (0..2)
+        .map(|i| {
+            spawn_server(
+                &base.join(format!("shard-{i}")),
+                &["--overlay", links[i].to_str().expect("path")],
+            )
+        })
+        .collect();
+    let coordinator = spawn_with(&[
+        "--shard",
+        &shards[0].url,
+        "--shard",
+        &shards[1].url,
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let url = coordinator.url.clone();
+    let first = build_id(&url);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (load, outcomes) = open_loop(&url, &stop);
+    let mut second = String::new();
+    for (round, target) in [&two, &one, &two].into_iter().enumerate() {
+        std::thread::sleep(Duration::from_millis(300));
+        flip(&links[0], &target.join("shard-0"));
+        let (status, body) = post_reload(&shards[0].url);
+        assert_eq!(status, 200, "shard 0: {body}");
+        // One shard moved: the coordinator stays where it is.
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, body) = post_reload(&url);
+        assert_eq!(status, 409, "round {round}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("every shard must come from one set"),
+            "{message}"
+        );
+        flip(&links[1], &target.join("shard-1"));
+        let (status, body) = post_reload(&shards[1].url);
+        assert_eq!(status, 200, "shard 1: {body}");
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, body) = post_reload(&url);
+        assert_eq!(status, 200, "round {round}: {body}");
+        if round == 0 {
+            second = body["build_id"].as_str().expect("id").to_string();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    load.join().expect("load");
+    let episodes: Vec<Episode> = outcomes.try_iter().collect();
+    assert_ne!(first, second);
+    assert!(episodes.len() >= 100, "{} episodes", episodes.len());
+    for e in &episodes {
+        assert_eq!((e.search, e.visit), (200, 200), "{e:?}");
+        let version = if e.index == first {
+            "version one"
+        } else if e.index == second {
+            "version two"
+        } else {
+            panic!("a search named build {:?}: {e:?}", e.index)
+        };
+        assert!(!e.versions.is_empty(), "no fabricated page found: {e:?}");
+        assert!(
+            e.versions.iter().all(|v| v == version),
+            "mixed builds: {e:?}"
+        );
+    }
+    assert_eq!(build_id(&url), second);
 }

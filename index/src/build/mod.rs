@@ -165,12 +165,7 @@ pub fn build_shards(
     if count == 0 {
         return Err(invalid("--shards must be at least 1".into()));
     }
-    if !options.overlay_of.is_empty() {
-        return Err(invalid(
-            "overlays of a shard set are not supported yet; build the overlay over a single index"
-                .into(),
-        ));
-    }
+
     if let Some(i) = only.filter(|&i| i >= count) {
         return Err(invalid(format!(
             "--shard {i} is outside 0..{count} (shards are numbered from 0)"
@@ -180,6 +175,12 @@ pub fn build_shards(
     for index in only.map_or(0..count, |i| i..i + 1) {
         let options = BuildOptions {
             shard: Some(ShardOf { index, count }),
+            // An overlay set's shard I goes over the base set's shard I.
+            overlay_of: options
+                .overlay_of
+                .iter()
+                .map(|set| crate::shard::shard_dir(set, index))
+                .collect(),
             ..options.clone()
         };
         let out = crate::shard::shard_dir(set, index);
@@ -191,7 +192,7 @@ pub fn build_shards(
         )?);
     }
     if only.is_none() {
-        crate::shard::finalize(set)?;
+        crate::shard::finalize_over(set, &options.overlay_of)?;
     }
     Ok(reports)
 }
@@ -416,7 +417,7 @@ fn build_into(
     };
     let below = match options.overlay_of.as_slice() {
         [] => None,
-        layers => Some(Below::open(layers)?),
+        layers => Some(Below::open(layers, options.shard)?),
     };
     if let Some(below) = &below {
         let model = embedder.as_ref().map(|e| (e.model_id(), e.dimension()));
@@ -448,9 +449,12 @@ fn build_into(
             reuse,
         });
     }
+    // An overlay's documents follow its layers'.
+    let first = below.as_ref().map_or(0, |b| b.manifest().first_ordinal);
     let mut stream = Stream {
         seen: HashSet::new(),
-        next: 0,
+        first,
+        next: first,
         shard: options.shard,
         kept: Vec::new(),
         below,
@@ -558,7 +562,7 @@ fn build_into(
         shard: options.shard.map(|s| ShardManifest {
             index: s.index,
             count: s.count,
-            corpus_documents: stream.next,
+            corpus_documents: stream.next - stream.first,
             corpus_chunks: None,
             finalized: false,
         }),
@@ -666,6 +670,8 @@ fn ingest_file(
 /// the single build's global ordinals.
 struct Stream {
     seen: HashSet<u128>,
+    /// The first document's global ordinal (after an overlay's layers below).
+    first: u64,
     /// The next document's global ordinal.
     next: u64,
     shard: Option<ShardOf>,
@@ -693,20 +699,21 @@ impl Stream {
         if !self.seen.insert(url_hash(url_key)) {
             return Ok(Admit::Duplicate);
         }
+        if let Some(s) = self.shard
+            && shard_of(url_key, s.count) != s.index
+        {
+            self.next += 1;
+            return Ok(Admit::Elsewhere);
+        }
+        // The layers below hold the URL in this build's shard, if anywhere.
         if let Some(below) = &self.below
             && below.holds(url_key)?
         {
             return Ok(Admit::HeldBelow);
         }
-        let global = self.next;
+        self.kept.push(self.next);
         self.next += 1;
-        Ok(match self.shard {
-            Some(s) if shard_of(url_key, s.count) != s.index => Admit::Elsewhere,
-            _ => {
-                self.kept.push(global);
-                Admit::Here
-            }
-        })
+        Ok(Admit::Here)
     }
 }
 

@@ -262,6 +262,13 @@ impl SearchIndex {
         }
     }
 
+    /// Whether this index holds the document with corpus ordinal `ord`.
+    pub fn holds_doc(&self, ord: u64) -> bool {
+        self.global_ords
+            .local(ord)
+            .is_some_and(|local| local < self.manifest.documents)
+    }
+
     /// Chunk ids of document `ord`.
     pub fn chunk_range(&self, ord: u64) -> std::ops::Range<u64> {
         let i = usize::try_from(ord).unwrap_or(usize::MAX);

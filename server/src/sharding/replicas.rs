@@ -104,20 +104,24 @@ impl ReplicaSet {
         healthy.into_iter().chain(down).collect()
     }
 
-    /// `POST path` with `body` as JSON to one replica after another until one answers.
+    /// `POST path` with `body` as JSON to one replica after another until one answers, naming
+    /// the set's `build` the answer must come from ([`super::protocol::BUILD_HEADER`]).
     pub async fn call<T: DeserializeOwned>(
         &self,
         path: &str,
         body: &impl Serialize,
+        build: &str,
     ) -> Result<T, ApiError> {
         let body = Bytes::from(serde_json::to_vec(body).map_err(ApiError::internal)?);
         let mut failures = Vec::new();
         for i in self.order() {
             let replica = &self.replicas[i];
             replica.in_flight.fetch_add(1, Ordering::Relaxed);
-            let outcome =
-                tokio::time::timeout(self.timeout, self.post(&replica.url, path, body.clone()))
-                    .await;
+            let outcome = tokio::time::timeout(
+                self.timeout,
+                self.post(&replica.url, path, body.clone(), build),
+            )
+            .await;
             replica.in_flight.fetch_sub(1, Ordering::Relaxed);
             match outcome {
                 Ok(Ok(bytes)) => {
@@ -160,9 +164,16 @@ impl ReplicaSet {
         ))
     }
 
-    async fn post(&self, base: &str, path: &str, body: Bytes) -> Result<Bytes, Attempt> {
+    async fn post(
+        &self,
+        base: &str,
+        path: &str,
+        body: Bytes,
+        build: &str,
+    ) -> Result<Bytes, Attempt> {
         let request = hyper::Request::post(format!("{base}{path}"))
             .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(super::protocol::BUILD_HEADER, build)
             .body(Full::new(body))
             .map_err(|e| Attempt::Failed(e.to_string()))?;
         let response = self
