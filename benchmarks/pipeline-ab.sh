@@ -48,7 +48,7 @@ measure() {
 import json, sys
 d = json.load(open(sys.argv[1])); s = d["operations"]["search"]
 cpu = float(sys.argv[4]) - float(sys.argv[3])
-ms = 1000 * cpu / max(1, s["count"])
+ms = 1000 * cpu / max(1, s["requests"])
 print(f'{sys.argv[2]:<28} searches/s {s["rate"]:7.1f}  p50 {s["latency_ms"]["p50"]:6.1f} ms  '
       f'p99 {s["latency_ms"]["p99"]:6.1f} ms  CPU/search {ms:5.2f} ms  errors {s["errors"]}')
 PY

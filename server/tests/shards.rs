@@ -3,7 +3,8 @@
 //! answers as one server on the single samples index (same results, scores and snippets; the
 //! same visit rules), every compatible client library works through it, a killed replica costs
 //! no request under load, and a shard with no replica left answers `503 shard_unavailable`
-//! until one is back.
+//! until one is back. The same corpus as a base index with its fabricated pages as an overlay
+//! (local parts) ranks and explains as the single index too.
 
 mod support;
 
@@ -219,6 +220,63 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
     let events = transcript["events"].as_array().expect("events");
     assert_eq!(events.len(), 3, "{transcript}");
     assert_eq!(events[1]["outcome"], "ok", "{transcript}");
+}
+
+/// The samples corpus without its fabricated pages as a base, and the fabricated pages as an
+/// overlay of it: served together they answer as the single samples index, explanations
+/// included, and an overlay page is visitable once shown.
+#[test]
+fn a_base_with_an_overlay_ranks_and_explains_as_the_single_index() {
+    let Some(single_index) = samples_index() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let samples = stillweb_corpus::manifest::CorpusManifest::load(
+        &repo().join("corpus-manifests/samples.toml"),
+    )
+    .expect("samples manifest");
+    let (mut base_corpus, mut pages) = (samples.clone(), samples);
+    let fabricated = base_corpus.sources.pop().expect("the fabricated source");
+    assert_eq!(fabricated.name.as_deref(), Some("fabricated"));
+    pages.sources = vec![fabricated];
+    let (base, overlay) = (dir.path().join("base"), dir.path().join("overlay"));
+    let options = stillweb_index::BuildOptions::default();
+    stillweb_index::build_index(&base_corpus, &base, &options).expect("base");
+    let over = stillweb_index::BuildOptions {
+        overlay_of: vec![base.clone()],
+        ..options
+    };
+    stillweb_index::build_index(&pages, &overlay, &over).expect("overlay");
+    let single = spawn_server(single_index, &[]);
+    let layered = spawn_server(&base, &["--overlay", overlay.to_str().expect("path")]);
+    for query in queries() {
+        for body in [
+            json!({"query": query, "k": 10}),
+            json!({"query": query, "k": 10, "explain": true}),
+        ] {
+            let (status, got) = post(&layered.url, "/v1/search", body.clone());
+            let (_, want) = post(&single.url, "/v1/search", body);
+            assert_eq!(status, 200, "{query}: {got}");
+            assert_eq!(got["results"], want["results"], "{query}");
+            assert_eq!(got["relaxed"], want["relaxed"], "{query}");
+            assert_eq!(got["explain"], want["explain"], "{query} explained");
+        }
+    }
+    let (_, found) = post(
+        &layered.url,
+        "/v1/search",
+        json!({"query": "Drekev Labs fellowship", "k": 3, "session": "layered"}),
+    );
+    let url = found["results"][0]["url"]
+        .as_str()
+        .expect("url")
+        .to_string();
+    let (status, page) = post(
+        &layered.url,
+        "/v1/visit",
+        json!({"url": url, "session": "layered"}),
+    );
+    assert_eq!(status, 200, "{page}");
 }
 
 #[test]
