@@ -22,13 +22,15 @@ mod support;
 const DOCUMENTS: usize = 300;
 const BASE: usize = 250;
 
-/// Builds the documents of `0..DOCUMENTS` that `keep` selects at `dir/index`, an overlay of
-/// `overlay_of` when it is not empty, embedding with `dimension`-d hashing vectors.
-fn build(
+/// Builds the documents of `0..DOCUMENTS` that `keep` selects at `dir/index` (as a set of
+/// `shards` at `dir/set` when given), an overlay of `overlay_of` when it is not empty, embedding
+/// with `dimension`-d hashing vectors.
+fn build_parts(
     dir: &Path,
     keep: impl Fn(usize) -> bool,
     overlay_of: &[PathBuf],
     dimension: usize,
+    shards: Option<u32>,
 ) -> Result<PathBuf, IndexError> {
     std::fs::create_dir_all(dir).expect("dir");
     let manifest = support::write_corpus(dir, DOCUMENTS, keep);
@@ -38,14 +40,34 @@ fn build(
         graph_threads: 1,
         ..BuildOptions::default()
     };
-    let out = dir.join("index");
-    build_index_with(
-        &corpus,
-        &out,
-        &options,
-        Some(&mut HashingEmbedder::new(dimension) as &mut dyn Embedder),
-    )?;
-    Ok(out)
+    let mut embedder = HashingEmbedder::new(dimension);
+    let embedder = Some(&mut embedder as &mut dyn Embedder);
+    match shards {
+        None => {
+            let out = dir.join("index");
+            build_index_with(&corpus, &out, &options, embedder)?;
+            Ok(out)
+        }
+        Some(count) => {
+            let out = dir.join("set");
+            build_shards(&corpus, &out, count, None, &options, embedder)?;
+            Ok(out)
+        }
+    }
+}
+
+fn build(
+    dir: &Path,
+    keep: impl Fn(usize) -> bool,
+    overlay_of: &[PathBuf],
+    dimension: usize,
+) -> Result<PathBuf, IndexError> {
+    build_parts(dir, keep, overlay_of, dimension, None)
+}
+
+/// [`build_parts`] as a set of 3 shards.
+fn build_set(dir: &Path, keep: impl Fn(usize) -> bool, overlay_of: &[PathBuf]) -> PathBuf {
+    build_parts(dir, keep, overlay_of, 64, Some(3)).expect("set build")
 }
 
 fn urls(retriever: &Retriever, query: &str, mode: Mode) -> Vec<String> {
@@ -178,30 +200,6 @@ fn an_overlay_is_refused_when_it_does_not_fit_what_is_below() {
     assert!(err.to_string().contains("itself an overlay"), "{err}");
     let err = open_layers(&base, &[other_base]).expect_err("not an overlay");
     assert!(err.to_string().contains("not an overlay"), "{err}");
-}
-
-/// Builds the documents `keep` selects as a set of 3 shards at `dir/set`, an overlay set of
-/// `overlay_of` when given.
-fn build_set(dir: &Path, keep: impl Fn(usize) -> bool, overlay_of: &[PathBuf]) -> PathBuf {
-    std::fs::create_dir_all(dir).expect("dir");
-    let manifest = support::write_corpus(dir, DOCUMENTS, keep);
-    let corpus = CorpusManifest::load(&manifest).expect("manifest");
-    let options = BuildOptions {
-        overlay_of: overlay_of.to_vec(),
-        graph_threads: 1,
-        ..BuildOptions::default()
-    };
-    let out = dir.join("set");
-    build_shards(
-        &corpus,
-        &out,
-        3,
-        None,
-        &options,
-        Some(&mut HashingEmbedder::new(64) as &mut dyn Embedder),
-    )
-    .expect("set build");
-    out
 }
 
 #[test]

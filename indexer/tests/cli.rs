@@ -702,6 +702,17 @@ fn results(base: &str, query: &str, k: usize) -> Vec<serde_json::Value> {
         .clone()
 }
 
+/// Asserts that `got` answers every one of `queries` with `want`'s top 10 (URLs and order).
+fn same_top_10(got: &str, want: &str, queries: &[String], what: &str) {
+    for query in queries {
+        assert_eq!(
+            top_urls(got, query, 10),
+            top_urls(want, query, 10),
+            "{what}: top 10 for {query:?}"
+        );
+    }
+}
+
 /// The URLs of the top `k` results for `query`.
 fn top_urls(base: &str, query: &str, k: usize) -> Vec<String> {
     results(base, query, k)
@@ -725,19 +736,7 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     let single = cached_dense_index("scifact", &manifest, &corpus);
     let set = cached_dense_build("scifact", &manifest, &corpus, Some(3));
     let beir = data.join("beir/scifact");
-    let qrels = std::fs::read_to_string(beir.join("qrels/test.tsv")).expect("qrels");
-    let tested: std::collections::HashSet<&str> = qrels
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split('\t').next())
-        .collect();
-    let queries: Vec<String> = std::fs::read_to_string(beir.join("queries.jsonl"))
-        .expect("queries")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|q| tested.contains(q["_id"].as_str().unwrap_or_default()))
-        .map(|q| q["text"].as_str().expect("text").to_string())
-        .collect();
+    let queries = scifact_test_queries(&beir);
     assert!(queries.len() >= 300, "{} test queries", queries.len());
     // Shard servers embed nothing (the coordinator sends the query's vector): BM25 mode spares
     // them the embedder, and their stage calls still use the vectors.
@@ -747,13 +746,7 @@ fn scifact_as_three_shards_ranks_as_one_index() {
 
     let single_bm25 = serve(&single, &["--mode", "bm25"]);
     let coordinator_bm25 = serve_coordinator(&shards, &["--mode", "bm25"]);
-    for query in &queries {
-        assert_eq!(
-            top_urls(&coordinator_bm25, query, 10),
-            top_urls(&single_bm25, query, 10),
-            "BM25 top 10 for {query:?}"
-        );
-    }
+    same_top_10(&coordinator_bm25, &single_bm25, &queries, "3 shards");
 
     let single_hybrid = serve(&single, &["--max-k", "100"]);
     let coordinator_hybrid = serve_coordinator(&shards, &["--max-k", "100"]);
@@ -765,17 +758,7 @@ fn scifact_as_three_shards_ranks_as_one_index() {
         overlap += shared as f64 / want.len().max(1) as f64;
     }
     let overlap = overlap / queries.len() as f64;
-    let eval = |url: &str| {
-        json(&indexer(&[
-            "eval",
-            "--target",
-            url,
-            "--beir",
-            path_str(&beir),
-        ]))["ndcg@10"]
-            .as_f64()
-            .expect("ndcg")
-    };
+    let eval = |url: &str| served_ndcg(url, &beir);
     let (single_ndcg, sharded_ndcg) = (eval(&single_hybrid), eval(&coordinator_hybrid));
     eprintln!(
         "scifact hybrid, 3 shards vs one index: top-10 overlap {overlap:.4}, nDCG@10 {sharded_ndcg:.4} vs {single_ndcg:.4}"
@@ -785,6 +768,19 @@ fn scifact_as_three_shards_ranks_as_one_index() {
         (sharded_ndcg - single_ndcg).abs() <= 0.003,
         "nDCG@10 {sharded_ndcg:.4} vs {single_ndcg:.4}"
     );
+}
+
+/// nDCG@10 of the server at `url` on the BEIR collection at `beir` (`eval --target`).
+fn served_ndcg(url: &str, beir: &Path) -> f64 {
+    json(&indexer(&[
+        "eval",
+        "--target",
+        url,
+        "--beir",
+        path_str(beir),
+    ]))["ndcg@10"]
+        .as_f64()
+        .expect("ndcg")
 }
 
 /// SciFact's test queries (those with judgements), as text.
@@ -868,27 +864,11 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
     let overlay_flag = ["--overlay", path_str(&overlay)];
     let single_bm25 = serve(&single, &["--mode", "bm25"]);
     let layered_bm25 = serve(&base, &[&overlay_flag[..], &["--mode", "bm25"]].concat());
-    for query in &queries {
-        assert_eq!(
-            top_urls(&layered_bm25, query, 10),
-            top_urls(&single_bm25, query, 10),
-            "BM25 top 10 for {query:?}"
-        );
-    }
+    same_top_10(&layered_bm25, &single_bm25, &queries, "base + overlay");
 
     let single_hybrid = serve(&single, &["--max-k", "100"]);
     let layered = serve(&base, &[&overlay_flag[..], &["--max-k", "100"]].concat());
-    let eval = |url: &str| {
-        json(&indexer(&[
-            "eval",
-            "--target",
-            url,
-            "--beir",
-            path_str(&beir),
-        ]))["ndcg@10"]
-            .as_f64()
-            .expect("ndcg")
-    };
+    let eval = |url: &str| served_ndcg(url, &beir);
     let (single_ndcg, layered_ndcg) = (eval(&single_hybrid), eval(&layered));
     eprintln!(
         "scifact hybrid, base + overlay vs one index: nDCG@10 {layered_ndcg:.4} vs {single_ndcg:.4}"
@@ -966,13 +946,12 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
         })
         .collect();
     let coordinator_bm25 = serve_coordinator(&shards, &["--mode", "bm25"]);
-    for query in &queries {
-        assert_eq!(
-            top_urls(&coordinator_bm25, query, 10),
-            top_urls(&single_bm25, query, 10),
-            "3-shard base + overlay, BM25 top 10 for {query:?}"
-        );
-    }
+    same_top_10(
+        &coordinator_bm25,
+        &single_bm25,
+        &queries,
+        "3-shard base + overlay",
+    );
     let coordinator = serve_coordinator(&shards, &["--max-k", "100"]);
     let sharded_ndcg = eval(&coordinator);
     eprintln!(

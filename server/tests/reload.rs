@@ -152,6 +152,27 @@ fn episode(base: &str, n: usize) -> Episode {
     }
 }
 
+/// Every episode of a load through swaps between builds `first` (its overlay says "version
+/// one") and `second` ("version two") answered, named one of them, and showed only its text.
+fn check_episodes(episodes: &[Episode], first: &str, second: &str) {
+    assert!(episodes.len() >= 100, "{} episodes", episodes.len());
+    for e in episodes {
+        assert_eq!((e.search, e.visit), (200, 200), "{e:?}");
+        let version = if e.index == first {
+            "version one"
+        } else if e.index == second {
+            "version two"
+        } else {
+            panic!("a search named build {:?}: {e:?}", e.index)
+        };
+        assert!(!e.versions.is_empty(), "no fabricated page found: {e:?}");
+        assert!(
+            e.versions.iter().all(|v| v == version),
+            "mixed builds: {e:?}"
+        );
+    }
+}
+
 fn post_reload(base: &str) -> (u16, Value) {
     let mut response = agent()
         .post(format!("{base}/admin/reload"))
@@ -188,27 +209,8 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
     let first = build_id(&url);
     assert!(first.contains('+'), "base+overlay: {first}");
 
-    // An episode every 20 ms, each on its own thread, whatever the others are doing.
     let stop = Arc::new(AtomicBool::new(false));
-    let (sender, outcomes) = std::sync::mpsc::channel();
-    let load = {
-        let (stop, url) = (Arc::clone(&stop), url.clone());
-        std::thread::spawn(move || {
-            let mut clients = Vec::new();
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let (sender, url) = (sender.clone(), url.clone());
-                clients.push(std::thread::spawn(move || {
-                    let _ = sender.send(episode(&url, n));
-                }));
-                n += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            for client in clients {
-                client.join().expect("client");
-            }
-        })
-    };
+    let (load, outcomes) = open_loop(&url, &stop);
 
     let mut ids = vec![first.clone()];
     for (i, target) in [&two, &one, &two, &one, &two].into_iter().enumerate() {
@@ -251,19 +253,7 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
     load.join().expect("load");
     let episodes: Vec<Episode> = outcomes.try_iter().collect();
 
-    assert!(episodes.len() >= 100, "{} episodes", episodes.len());
-    for e in &episodes {
-        assert_eq!((e.search, e.visit), (200, 200), "{e:?}");
-        let version = if e.index == first {
-            "version one"
-        } else if e.index == second {
-            "version two"
-        } else {
-            panic!("a search named build {:?}: {e:?}", e.index)
-        };
-        assert!(!e.versions.is_empty(), "no fabricated page found: {e:?}");
-        assert!(e.versions.iter().all(|v| v == version), "{e:?}");
-    }
+    check_episodes(&episodes, &first, &second);
     let answered_by = |id: &str| episodes.iter().filter(|e| e.index == id).count();
     eprintln!(
         "{} episodes, {} on {first}, {} on {second}",
@@ -314,8 +304,8 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
     }
 }
 
-/// The open-loop load of [`reloads_under_load_drop_no_request_and_a_damaged_build_is_refused`]:
-/// an episode every 20 ms against `url` until `stop`.
+/// An open-loop episode load: an episode every 20 ms against `url`, each on its own thread
+/// whatever the others are doing, until `stop`.
 fn open_loop(
     url: &str,
     stop: &Arc<AtomicBool>,
@@ -417,21 +407,6 @@ fn a_coordinator_moves_to_a_new_build_only_when_every_shard_serves_it() {
     load.join().expect("load");
     let episodes: Vec<Episode> = outcomes.try_iter().collect();
     assert_ne!(first, second);
-    assert!(episodes.len() >= 100, "{} episodes", episodes.len());
-    for e in &episodes {
-        assert_eq!((e.search, e.visit), (200, 200), "{e:?}");
-        let version = if e.index == first {
-            "version one"
-        } else if e.index == second {
-            "version two"
-        } else {
-            panic!("a search named build {:?}: {e:?}", e.index)
-        };
-        assert!(!e.versions.is_empty(), "no fabricated page found: {e:?}");
-        assert!(
-            e.versions.iter().all(|v| v == version),
-            "mixed builds: {e:?}"
-        );
-    }
+    check_episodes(&episodes, &first, &second);
     assert_eq!(build_id(&url), second);
 }

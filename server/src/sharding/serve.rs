@@ -66,6 +66,9 @@ async fn candidates(
             }
             plan => plan,
         };
+        if let [layer] = layers {
+            return layer.candidates_planned(&r.query, r.limit, plan);
+        }
         let found = layers
             .iter()
             .map(|l| l.candidates_planned(&r.query, r.limit, plan))
@@ -81,6 +84,9 @@ async fn chunks(
     ApiJson(r): ApiJson<ChunksRequest>,
 ) -> Result<Json<Vec<ChunkScore>>, ApiError> {
     on_layers(&state, &headers, move |layers| {
+        if let [layer] = layers {
+            return layer.chunk_scores(&r.query, &r.docs);
+        }
         let mut scores = Vec::new();
         for layer in layers {
             let docs: Vec<u64> = r
@@ -102,6 +108,9 @@ async fn passages(
     ApiJson(r): ApiJson<PassagesRequest>,
 ) -> Result<Json<Vec<Option<String>>>, ApiError> {
     on_layers(&state, &headers, move |layers| {
+        if let [layer] = layers {
+            return layer.passages(&r.chunks);
+        }
         let mut passages = vec![None; r.chunks.len()];
         for layer in layers {
             let (at, held): (Vec<usize>, Vec<(u64, u64)>) = r
@@ -126,6 +135,9 @@ async fn hits(
     ApiJson(r): ApiJson<HitsRequest>,
 ) -> Result<Json<Vec<Hit>>, ApiError> {
     on_layers(&state, &headers, move |layers| {
+        if let [layer] = layers {
+            return layer.hits(&r.ranked);
+        }
         let mut hits = Vec::new();
         for layer in layers {
             let held: Vec<_> = r
