@@ -16,6 +16,17 @@ use crate::metrics::Metrics;
 use crate::pool::SearchPool;
 use crate::session::{MemorySessions, RedisSessions, Sessions};
 
+tokio::task_local! {
+    /// The corpus the request being served took when it started ([`on_corpus`]).
+    static REQUEST_CORPUS: Arc<Corpus>;
+}
+
+/// Runs `request` on `corpus`: everything it asks [`AppState::corpus`] for is that build, even
+/// when a reload swaps another in meanwhile.
+pub async fn on_corpus<F: std::future::Future>(corpus: Arc<Corpus>, request: F) -> F::Output {
+    REQUEST_CORPUS.scope(corpus, request).await
+}
+
 /// Shared application state (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -82,10 +93,13 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
-    /// The corpus serving now: a request takes it once and uses it throughout, so that it
-    /// finishes on the build it started on.
+    /// The corpus of the request being served (the one serving when it started, see
+    /// [`on_corpus`]), or outside a request the one serving now: a request finishes on the build
+    /// it started on.
     pub fn corpus(&self) -> Arc<Corpus> {
-        self.serving.load_full()
+        REQUEST_CORPUS
+            .try_with(Arc::clone)
+            .unwrap_or_else(|_| self.serving.load_full())
     }
 
     /// Serves `corpus` from now on (requests that took the old one finish on it).
@@ -96,7 +110,7 @@ impl AppState {
 
     /// The corpus of build `build`: the one serving, or the one before the last swap.
     pub fn corpus_of(&self, build: &str) -> Option<Arc<Corpus>> {
-        let now = self.corpus();
+        let now = self.serving.load_full();
         if now.build_id() == build {
             return Some(now);
         }
@@ -105,8 +119,8 @@ impl AppState {
             .filter(|before| before.build_id() == build)
     }
 
-    /// The build id of the corpus serving now.
+    /// The build id of [`AppState::corpus`].
     pub fn build_id(&self) -> String {
-        self.serving.load().build_id().to_string()
+        self.corpus().build_id().to_string()
     }
 }

@@ -123,7 +123,15 @@ fn episode(base: &str, n: usize) -> Episode {
         .send_json(json!({"query": QUERY, "k": 5, "session": session}))
         .expect("search");
     let search = response.status().as_u16();
+    let named = response
+        .headers()
+        .get("x-stillweb-build")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     let body: Value = response.body_mut().read_json().unwrap_or(Value::Null);
+    // The header and the body name the same build.
+    assert_eq!(body["index"].as_str(), Some(named.as_str()), "{body}");
     let results = body["results"].as_array().cloned().unwrap_or_default();
     let versions = results
         .iter()

@@ -15,6 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::access::{Caller, Guard, Refusal};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::Dialect;
+use crate::sharding::protocol::BUILD_HEADER;
 use crate::state::AppState;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -58,7 +59,11 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
     let method = request.method().to_string();
     let response = match admit(&state, &route, request).await {
         Ok((request, _slot)) => {
-            match tokio::time::timeout(state.config.request_timeout, next.run(request)).await {
+            // The whole request runs on the build serving as it starts, and names it.
+            let corpus = state.corpus();
+            let build = HeaderValue::from_str(corpus.build_id()).ok();
+            let run = crate::state::on_corpus(corpus, next.run(request));
+            let mut response = match tokio::time::timeout(state.config.request_timeout, run).await {
                 Ok(response) => response,
                 Err(_) => {
                     state.metrics.rejection("timeout");
@@ -71,7 +76,11 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
                 )
                 .into_response()
                 }
+            };
+            if let Some(build) = build {
+                response.headers_mut().insert(BUILD_HEADER, build);
             }
+            response
         }
         Err(refusal) => refusal,
     };

@@ -8,10 +8,11 @@ use stillweb_index::ParsedQuery;
 use stillweb_index::search::rank::Ranked;
 use stillweb_index::search::{FilterPlan, PreparedQuery};
 
-/// The build every stage call's answer must come from: the coordinator's set build id (a shard
-/// server's layered build id). A shard server that swapped builds answers calls naming the build
-/// before from that build, and refuses any other, so that one search never mixes two builds.
-pub const BUILD_HEADER: &str = "stillweb-build";
+/// The build: on every response, the build that answered (the server's corpus when the request
+/// started); on a coordinator's stage call, the build its answer must come from (the set's
+/// build id; a shard server that swapped builds answers calls naming the build before from that
+/// build and refuses any other, so that one search never mixes two builds).
+pub const BUILD_HEADER: &str = "x-stillweb-build";
 
 /// `FilterCounts` of the query's operators on the shard (only for queries with operators).
 pub const FILTER_COUNTS: &str = "/shard/v1/filter-counts";
