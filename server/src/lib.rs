@@ -60,6 +60,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("POST", "/retrieve"),
+    ("POST", "/access"),
     ("POST", "/search-r1/retrieve"),
     ("POST", "/serper/search"),
     ("GET", "/serper/search"),
@@ -95,6 +96,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/search/batch", post(routes::batch::batch))
         .route("/retrieve", post(compat::search_r1::retrieve))
+        .route("/access", post(compat::search_r1::access))
         .route("/search-r1/retrieve", post(compat::search_r1::retrieve))
         .route(
             "/serper/search",

@@ -164,6 +164,104 @@ async fn retrieve_answers_what_training_loops_send() {
     assert_eq!(urls(&body["result"][0]).len(), 20);
 }
 
+/// ASearcher's and RLinf's `/access` beside `/retrieve`: pages in URL order, `null` (with the
+/// reason in `errors`) for a URL the session was not shown, one not in the corpus and one that
+/// does not parse; every slot `null` without a session; malformed calls get FastAPI's shape.
+#[tokio::test]
+async fn access_returns_shown_pages_in_order_and_null_for_the_rest() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let (_, found) = call(
+        &s,
+        "POST",
+        "/s/asearcher-1/retrieve",
+        Some(json!({"queries": ["Anarchism"], "topk": 3})),
+    )
+    .await;
+    let shown = urls(&found["result"][0]);
+    assert_eq!(shown[0], ANARCHISM);
+    let (_, other) = call(
+        &s,
+        "POST",
+        "/retrieve",
+        Some(json!({"queries": ["Aristotle"]})),
+    )
+    .await;
+    let unseen = urls(&other["result"][0])
+        .into_iter()
+        .find(|u| !shown.contains(u))
+        .expect("a page the session was not shown");
+    let asked = json!({"urls": [
+        shown[1], "https://example.org/nothing", unseen, "not a url", ANARCHISM
+    ]});
+    let (status, body) = call(&s, "POST", "/s/asearcher-1/access", Some(asked.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = body["result"].as_array().expect("result");
+    assert_eq!(result.len(), 5);
+    assert_eq!(result[0]["url"], shown[1].as_str());
+    assert!(
+        result[0]["contents"].as_str().unwrap_or_default().len() > 100,
+        "{body}"
+    );
+    assert!(result[0]["title"].is_string());
+    assert_eq!(result[4]["url"], ANARCHISM);
+    assert_eq!(result[4]["title"], "Anarchism");
+    for slot in [1, 2, 3] {
+        assert!(result[slot].is_null(), "slot {slot}: {body}");
+    }
+    let codes: Vec<(u64, String)> = body["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["index"].as_u64().unwrap_or(99),
+                e["code"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (1, "url_not_found".to_string()),
+            (2, "url_not_seen".to_string()),
+            (3, "invalid_request".to_string())
+        ]
+    );
+    // Without a session nothing is handed out, and the reason says how to name one.
+    let (status, body) = call(&s, "POST", "/access", Some(asked)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body["result"]
+            .as_array()
+            .expect("result")
+            .iter()
+            .all(Value::is_null)
+    );
+    assert_eq!(body["errors"][0]["code"], "session_required", "{body}");
+    assert!(
+        body["errors"][0]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/s/{session}/access"),
+        "{body}"
+    );
+    // Malformed calls: FastAPI's `{"detail": ...}`, saying what is wrong.
+    let too_many: Vec<String> = (0..101)
+        .map(|i| format!("https://example.org/{i}"))
+        .collect();
+    for (request, says) in [
+        (json!({}), "urls"),
+        (json!({"urls": "https://example.org/"}), "urls"),
+        (json!({"urls": too_many}), "the limit is 100"),
+    ] {
+        let (status, body) = call(&s, "POST", "/s/asearcher-1/access", Some(request)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let detail = body["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(says), "{detail}");
+    }
+}
+
 /// A GRPO step: 512 prompts x 5 rollouts in one call, answered in query order, identical to the
 /// same queries sent one by one, and recorded in the session's transcript in query order.
 #[tokio::test]

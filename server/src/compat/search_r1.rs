@@ -10,6 +10,11 @@
 //! while the rest are answered (the reasons go in `errors`), and a missing or non-positive `topk`
 //! means the default. Batches hold up to `--max-retrieve-batch` queries (a GRPO step's
 //! 512 × 5 fits in one call).
+//!
+//! ASearcher and RLinf's WideSeek-R1 pair it with `POST /access {"urls": [...]}` →
+//! `{"result": [{"url", "title", "contents"} | null, ...]}`, pages in URL order: a URL the
+//! session was not shown, or that is not in the corpus, gets `null` in its slot and its reason in
+//! `errors` (their clients send no session: name one in the base URL, `/s/{session}/access`).
 
 use axum::Json;
 use axum::extract::State;
@@ -22,8 +27,8 @@ use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::ErrorDialect;
 use crate::routes::{ApiJson, SessionSources};
 use crate::service::Query;
-use crate::service::answer_many;
 use crate::service::search::MAX_K;
+use crate::service::{answer_many, visit_many};
 use crate::state::AppState;
 
 /// Documents per query when `topk` is missing, null or not positive (the reference server's
@@ -111,6 +116,81 @@ async fn run(
                 result.push(Value::Array(Vec::new()));
             }
             Err(e) => return Err(ApiError::new(e.code, format!("query {i}: {}", e.message))),
+        }
+    }
+    let mut body = json!({ "result": result });
+    if !errors.is_empty() {
+        body["errors"] = Value::Array(errors);
+    }
+    Ok(body)
+}
+
+/// Most URLs one `/access` call may hold: each is a visit recorded in the session's transcript,
+/// and an agent's step reads a handful of pages.
+pub const MAX_ACCESS_URLS: usize = 100;
+
+#[derive(Debug, Deserialize)]
+pub struct AccessRequest {
+    pub urls: Vec<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+pub async fn access(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    request: Result<ApiJson<AccessRequest>, ApiError>,
+) -> Response {
+    match run_access(&state, sources, request).await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run_access(
+    state: &AppState,
+    sources: SessionSources,
+    request: Result<ApiJson<AccessRequest>, ApiError>,
+) -> Result<Value, ApiError> {
+    let ApiJson(request) = request?;
+    let session = sources.resolve(request.session.as_deref())?;
+    if request.urls.len() > MAX_ACCESS_URLS {
+        return Err(ApiError::invalid(format!(
+            "`urls` holds {} URLs; the limit is {MAX_ACCESS_URLS} per call",
+            request.urls.len()
+        )));
+    }
+    let pages = visit_many(
+        state,
+        session.as_ref(),
+        &request.urls,
+        "pages are returned only to the session that was shown them: name it in the base URL (/s/{session}/access), the X-Session-Id header or `session`",
+    )
+    .await;
+    let mut errors = Vec::new();
+    let mut result = Vec::with_capacity(pages.len());
+    for (i, (url, page)) in request.urls.iter().zip(pages).enumerate() {
+        match page {
+            Ok(page) => result.push(json!({
+                "url": page.url,
+                "title": page.title,
+                "contents": page.text,
+            })),
+            // A page this session may not read (or that is not there) is a `null` slot, as the
+            // reference server answers a failed fetch; the store's own failures fail the call.
+            Err(e)
+                if matches!(
+                    e.code,
+                    ErrorCode::InvalidRequest
+                        | ErrorCode::UrlNotSeen
+                        | ErrorCode::UrlNotFound
+                        | ErrorCode::SessionRequired
+                ) =>
+            {
+                errors.push(json!({"index": i, "url": url, "code": e.code, "detail": e.message}));
+                result.push(Value::Null);
+            }
+            Err(e) => return Err(ApiError::new(e.code, format!("url {i}: {}", e.message))),
         }
     }
     let mut body = json!({ "result": result });

@@ -112,7 +112,7 @@ impl Dialect {
             None => path,
         };
         match rest.split('/').next().unwrap_or_default() {
-            "retrieve" | "search-r1" => Dialect::SearchR1,
+            "retrieve" | "access" | "search-r1" => Dialect::SearchR1,
             "serper" => Dialect::Serper,
             "brave" => Dialect::Brave,
             "tavily" => Dialect::Tavily,
