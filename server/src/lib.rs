@@ -64,6 +64,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/search-r1/retrieve"),
     ("POST", "/serper/search"),
     ("GET", "/serper/search"),
+    ("POST", "/serper/scrape"),
     ("GET", "/brave/res/v1/web/search"),
     ("POST", "/tavily/search"),
     ("POST", "/tavily/extract"),
@@ -102,6 +103,7 @@ pub fn app(state: AppState) -> Router {
             "/serper/search",
             post(compat::serper::search).get(compat::serper::search),
         )
+        .route("/serper/scrape", post(compat::serper::scrape))
         .route("/brave/res/v1/web/search", get(compat::brave::search))
         .route("/tavily/search", post(compat::tavily::search))
         .route("/tavily/extract", post(compat::tavily::extract))

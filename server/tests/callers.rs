@@ -262,6 +262,79 @@ async fn access_returns_shown_pages_in_order_and_null_for_the_rest() {
     }
 }
 
+/// Serper's page scrape: the text (and markdown when asked) of a page the session was shown;
+/// refused in Serper's error shape for a page it was not shown, without a session, and without
+/// a `url`.
+#[tokio::test]
+async fn serper_scrape_reads_a_shown_page_in_serpers_shape() {
+    let Some(index) = samples_index() else { return };
+    let s = state(index, &[]);
+    let (_, found) = call(
+        &s,
+        "POST",
+        "/s/scrape-1/serper/search",
+        Some(json!({"q": "Anarchism", "num": 3})),
+    )
+    .await;
+    let link = found["organic"][0]["link"]
+        .as_str()
+        .expect("link")
+        .to_string();
+    let (status, page) = call(
+        &s,
+        "POST",
+        "/s/scrape-1/serper/scrape",
+        Some(json!({"url": link, "includeMarkdown": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["url"], link.as_str());
+    assert_eq!(page["metadata"]["title"], "Anarchism");
+    let text = page["text"].as_str().expect("text");
+    assert!(text.len() > 1000, "{page}");
+    assert!(
+        page["markdown"]
+            .as_str()
+            .expect("markdown")
+            .starts_with("# Anarchism\n\n"),
+        "{page}"
+    );
+    let (_, plain) = call(
+        &s,
+        "POST",
+        "/s/scrape-1/serper/scrape",
+        Some(json!({"url": link})),
+    )
+    .await;
+    assert!(plain.get("markdown").is_none(), "{plain}");
+    for (path, body, status, says) in [
+        (
+            "/s/scrape-2/serper/scrape",
+            json!({"url": link}),
+            StatusCode::FORBIDDEN,
+            "not in any search result",
+        ),
+        (
+            "/serper/scrape",
+            json!({"url": link}),
+            StatusCode::BAD_REQUEST,
+            "/s/{session}/serper",
+        ),
+        (
+            "/s/scrape-1/serper/scrape",
+            json!({"includeMarkdown": true}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "`url` is required",
+        ),
+    ] {
+        let (got, error) = call(&s, "POST", path, Some(body)).await;
+        assert_eq!(got, status, "{path}: {error}");
+        assert_eq!(error["statusCode"], status.as_u16(), "{error}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{path}: {message}");
+    }
+}
+
 /// A GRPO step: 512 prompts x 5 rollouts in one call, answered in query order, identical to the
 /// same queries sent one by one, and recorded in the session's transcript in query order.
 #[tokio::test]

@@ -4,6 +4,10 @@
 //! query-string parameters, with an empty `POST` body or as a `GET`: both are read, and a body
 //! field wins over the same parameter in the query string. Pages are `num` results each, within
 //! the 20 results stillweb ranks. Errors are `{"message", "statusCode"}`, as Serper sends them.
+//!
+//! Serper's page scrape, `POST /serper/scrape {"url", "includeMarkdown"}` → `{"text",
+//! "markdown" (with `includeMarkdown`), "metadata": {"title", "date"}, "url", "credits"}`, reads
+//! a page under the visit rules: only one the session was shown.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -16,7 +20,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::routes::dialect::ErrorDialect;
 use crate::service::search::MAX_K;
-use crate::service::{Query, answer};
+use crate::service::{Query, answer, visit};
 use crate::state::AppState;
 
 /// Serper's options, from the query string and the JSON body merged (the body wins).
@@ -151,6 +155,59 @@ async fn run(
         "credits": 1,
     }))
     .into_response())
+}
+
+pub async fn scrape(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match run_scrape(&state, sources, query.as_deref(), &body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run_scrape(
+    state: &AppState,
+    sources: SessionSources,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let fields = merged(query, body)?;
+    let url = match fields.get("url") {
+        Some(Value::String(url)) => url.clone(),
+        Some(_) => return Err(ApiError::invalid("`url` must be a string")),
+        None => {
+            return Err(ApiError::invalid(
+                "`url` is required (in the JSON body or the query string)",
+            ));
+        }
+    };
+    let markdown = match fields.get("includeMarkdown") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+        Some(_) => return Err(ApiError::invalid("`includeMarkdown` must be true or false")),
+    };
+    let Some(session) = sources.resolve(None)? else {
+        return Err(ApiError::new(
+            ErrorCode::SessionRequired,
+            "a page is scraped only for the session that was shown it: name it in the base URL (/s/{session}/serper) or the X-Session-Id header",
+        ));
+    };
+    let page = visit(state, &session, &url).await?;
+    let mut body = json!({
+        "text": page.text,
+        "metadata": {"title": page.title, "date": page.date},
+        "url": page.url,
+        "credits": 1,
+    });
+    if markdown {
+        body["markdown"] = Value::String(format!("# {}\n\n{}", page.title, page.text));
+    }
+    Ok(Json(body).into_response())
 }
 
 #[cfg(test)]
