@@ -50,6 +50,27 @@ fn tools() -> Value {
                 "properties": {"url": {"type": "string", "description": "A URL from a search result."}},
                 "required": ["url"]
             }
+        },
+        {
+            "name": "search",
+            "description": "Search the document collection (BrowseComp-Plus's tool). Returns the best documents as docid, score and snippet; read one with get_document.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to search for."},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of documents (default 5)."}
+                },
+                "required": ["query"]
+            }
+        },
+        {
+            "name": "get_document",
+            "description": "Read the full text of a document by the docid an earlier search in this session returned.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"docid": {"type": "string", "description": "A docid from a search result."}},
+                "required": ["docid"]
+            }
         }
     ])
 }
@@ -198,6 +219,8 @@ async fn handle(
             match name {
                 "web_search" => web_search(state, session, &arguments).await,
                 "visit_web" => visit_web(state, session, &arguments).await,
+                "search" => search(state, session, &arguments).await,
+                "get_document" => get_document(state, session, &arguments).await,
                 other => {
                     return rpc_error(id, -32602, format!("unknown tool `{other}`"));
                 }
@@ -255,6 +278,53 @@ async fn visit_web(state: &AppState, session: Option<&SessionId>, arguments: &Va
     let Some(url) = arguments.get("url").and_then(Value::as_str) else {
         return tool_result("`url` (a string) is required".into(), true, None);
     };
+    read_page(state, session, url, None).await
+}
+
+/// BrowseComp-Plus's `search`: documents as `docid` (the page's URL, unique in the corpus and
+/// what `get_document` takes back), `score` and `snippet`.
+async fn search(state: &AppState, session: Option<&SessionId>, arguments: &Value) -> Value {
+    let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+        return tool_result("`query` (a string) is required".into(), true, None);
+    };
+    let request = Query {
+        query: query.to_string(),
+        k: Some(arguments.get("k").and_then(Value::as_i64).unwrap_or(5)),
+        rerank: None,
+        rerank_pool: None,
+        explain: false,
+        mode: None,
+    };
+    match answer(state, session, request).await {
+        Ok(answer) => {
+            let results: Vec<Value> = answer
+                .hits
+                .iter()
+                .map(|h| json!({"docid": h.url, "score": h.score, "snippet": h.snippet}))
+                .collect();
+            let text = serde_json::to_string_pretty(&results).unwrap_or_default();
+            tool_result(text, false, Some(json!({"results": results})))
+        }
+        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+    }
+}
+
+/// BrowseComp-Plus's `get_document`: the page a `search` of this session returned as `docid`.
+async fn get_document(state: &AppState, session: Option<&SessionId>, arguments: &Value) -> Value {
+    let Some(docid) = arguments.get("docid").and_then(Value::as_str) else {
+        return tool_result("`docid` (a string) is required".into(), true, None);
+    };
+    read_page(state, session, docid, Some(docid)).await
+}
+
+/// A page under the visit rules as a tool's result (with `docid` in its structured content
+/// when asked for by one).
+async fn read_page(
+    state: &AppState,
+    session: Option<&SessionId>,
+    url: &str,
+    docid: Option<&str>,
+) -> Value {
     let Some(session) = session else {
         return tool_result(
             "session_required: initialize an MCP session first".into(),
@@ -263,14 +333,15 @@ async fn visit_web(state: &AppState, session: Option<&SessionId>, arguments: &Va
         );
     };
     match visit(state, session, url).await {
-        Ok(p) => tool_result(
-            format!(
+        Ok(p) => {
+            let text = format!(
                 "Title: {}\nURL: {}\nDate: {}\n\n{}",
                 p.title, p.url, p.date, p.text
-            ),
-            false,
-            None,
-        ),
+            );
+            let structured = docid
+                .map(|id| json!({"docid": id, "title": p.title, "url": p.url, "text": p.text}));
+            tool_result(text, false, structured)
+        }
         Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
     }
 }

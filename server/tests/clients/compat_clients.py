@@ -74,13 +74,23 @@ async def mcp_client():
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name for t in (await session.list_tools()).tools}
-            check(tools == {"web_search", "visit_web"}, f"mcp tools: {tools}")
+            check(tools == {"web_search", "visit_web", "search", "get_document"}, f"mcp tools: {tools}")
             found = await session.call_tool("web_search", {"query": "Anarchism", "k": 3})
             check(not found.isError and ANARCHISM in found.content[0].text, f"mcp search: {found}")
             page = await session.call_tool("visit_web", {"url": ANARCHISM})
             check(not page.isError and "Title: Anarchism" in page.content[0].text, "mcp visit")
             refused = await session.call_tool("visit_web", {"url": UNSEEN})
             check(refused.isError and "url_not_seen" in refused.content[0].text, f"mcp unseen: {refused}")
+            # BrowseComp-Plus's tools: a docid from search reads its document back.
+            docs = await session.call_tool("search", {"query": "Aristotle"})
+            results = docs.structuredContent["results"]
+            check(not docs.isError and len(results) == 5
+                  and all({"docid", "score", "snippet"} <= set(r) for r in results), f"mcp search: {docs}")
+            document = await session.call_tool("get_document", {"docid": results[0]["docid"]})
+            check(not document.isError and document.structuredContent["docid"] == results[0]["docid"]
+                  and len(document.structuredContent["text"]) > 1000, f"mcp get_document: {document}")
+            refused = await session.call_tool("get_document", {"docid": UNSEEN})
+            check(refused.isError and "url_not_seen" in refused.content[0].text, f"mcp get_document unseen: {refused}")
 
 
 def documented_requests():
