@@ -27,6 +27,9 @@ pub struct Args {
     /// BEIR scores need it started with --max-k 100.
     #[arg(long, conflicts_with = "index")]
     target: Option<String>,
+    /// The collection of --target to evaluate (default: its default collection).
+    #[arg(long, requires = "target")]
+    collection: Option<String>,
     /// A BEIR dataset directory (queries.jsonl, qrels/test.tsv): prints ndcg@10 and recall@100.
     #[arg(long, conflicts_with = "items", required_unless_present = "items")]
     beir: Option<PathBuf>,
@@ -99,7 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// The scores of the server at `target`, with its build, mode and reranker.
 fn through_server(target: &str, args: &Args) -> anyhow::Result<serde_json::Value> {
     let started = std::time::Instant::now();
-    let server = remote::Target::connect(target)?;
+    let server = remote::Target::connect(target, args.collection.as_deref())?;
     let (mut output, refused) = if let Some(dir) = &args.beir {
         let set = load_beir(dir)?;
         let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
@@ -132,8 +135,9 @@ fn through_server(target: &str, args: &Args) -> anyhow::Result<serde_json::Value
     output["seconds"] = started.elapsed().as_secs_f64().into();
     output["target"] = target.into();
     output["refused"] = refused.into();
-    output["index"] = server.info["index"]["build_id"].clone();
-    output["mode"] = server.info["search"]["mode"].clone();
+    output["collection"] = server.collection["name"].clone();
+    output["index"] = server.collection["build_id"].clone();
+    output["mode"] = server.collection["mode"].clone();
     output["reranker"] = server.info["models"]["reranker"].clone();
     Ok(output)
 }

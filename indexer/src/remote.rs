@@ -11,6 +11,8 @@ pub struct Target {
     base: String,
     agent: ureq::Agent,
     pub info: Value,
+    /// The collection searched, as `/info` lists it (`name`, `build_id`, `mode`, ...).
+    pub collection: Value,
     max_k: usize,
     max_batch: usize,
 }
@@ -23,8 +25,9 @@ pub struct Rankings {
 }
 
 impl Target {
-    /// Reads `/info` at `base` (`http://host:port`, or a `/s/...`-free base URL).
-    pub fn connect(base: &str) -> anyhow::Result<Target> {
+    /// Reads `/info` at `base` (`http://host:port`, or a `/s/...`-free base URL); searches go
+    /// to `collection` (default: the server's default one).
+    pub fn connect(base: &str, collection: Option<&str>) -> anyhow::Result<Target> {
         let base = base.trim_end_matches('/').to_string();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -48,7 +51,24 @@ impl Target {
                 .and_then(|n| usize::try_from(n).ok())
                 .with_context(|| format!("{base}/info has no limits.{name}"))
         };
+        let listed = info["collections"].as_array().cloned().unwrap_or_default();
+        let collection = match collection {
+            None => listed.first().cloned().unwrap_or(Value::Null),
+            Some(name) => listed
+                .iter()
+                .find(|c| c["name"] == name)
+                .cloned()
+                .with_context(|| {
+                    let names: Vec<&str> =
+                        listed.iter().filter_map(|c| c["name"].as_str()).collect();
+                    format!(
+                        "{base} serves no collection `{name}`; it serves {}",
+                        names.join(", ")
+                    )
+                })?,
+        };
         Ok(Target {
+            collection,
             max_k: limit("max_k")?,
             max_batch: limit("max_batch")?.max(1),
             base,
@@ -70,9 +90,12 @@ impl Target {
             refused: 0,
         };
         for batch in queries.chunks(self.max_batch) {
-            let body = json!({
+            let mut body = json!({
                 "queries": batch.iter().map(|q| json!({"query": q, "k": k})).collect::<Vec<_>>(),
             });
+            if let Some(name) = self.collection["name"].as_str() {
+                body["collection"] = name.into();
+            }
             let mut response = self
                 .agent
                 .post(&format!("{}/v1/search/batch", self.base))

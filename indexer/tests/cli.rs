@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use stillweb_test_support::{fetched, repo, shared_data};
+use stillweb_test_support::{fetched, repo, samples_index, shared_data};
 
 /// Whether `models/fetch` has run; in CI its absence is a failure, not a skip.
 fn models_fetched() -> bool {
@@ -963,6 +963,239 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
     );
     let visited = visit_shown(&coordinator, &queries[..100], &overlay_ids);
     assert!(visited >= 10, "{visited} overlay pages shown and visited");
+}
+
+/// One server with three collections: `web` (the samples, BM25 only, the default), `scholar`
+/// (SciFact, hybrid) and `mirror` (the samples again). Scholar searches through the body's
+/// `"collection"`, the `/c/scholar/` prefix and Serper Scholar rank every SciFact test query as a
+/// server of SciFact alone does (so nDCG@10 through each is the same; `eval --target
+/// --collection` says so too); a page is visitable in the session that was shown it only from
+/// the collection that showed it; `/info`, the build header, transcripts and metrics name the
+/// collections.
+#[test]
+fn web_and_scholar_collections_in_one_server() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let Some(samples) = samples_index() else {
+        return;
+    };
+    let manifest = repo().join("corpus-manifests/scifact.toml");
+    let scifact = cached_dense_index(
+        "scifact",
+        &manifest,
+        &[data.join("beir/scifact/corpus.jsonl")],
+    );
+    let beir = data.join("beir/scifact");
+    let (web, scholar, mirror) = (
+        format!("web={}", path_str(samples)),
+        format!("scholar={}", path_str(&scifact)),
+        format!("mirror={}", path_str(samples)),
+    );
+    let base = serve_args(&[
+        "--collection",
+        &web,
+        "--collection",
+        &scholar,
+        "--collection",
+        &mirror,
+        "--max-k",
+        "100",
+    ]);
+    let alone = serve(&scifact, &["--max-k", "100"]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = |url: String| -> serde_json::Value {
+        agent
+            .get(url)
+            .call()
+            .expect("get")
+            .body_mut()
+            .read_json()
+            .expect("json")
+    };
+    let post = |url: String, body: serde_json::Value| -> (u16, serde_json::Value) {
+        let mut response = agent.post(url).send_json(body).expect("post");
+        let status = response.status().as_u16();
+        (status, response.body_mut().read_json().expect("json"))
+    };
+
+    let info = get(format!("{base}/info"));
+    let listed: Vec<(&str, &str)> = info["collections"]
+        .as_array()
+        .expect("collections")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().expect("name"),
+                c["mode"].as_str().expect("mode"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [("web", "bm25"), ("scholar", "hybrid"), ("mirror", "bm25")],
+        "{info}"
+    );
+    assert_eq!(info["collections"][1]["documents"], 5183, "{info}");
+    assert_eq!(info["scholar_collection"], "scholar", "{info}");
+    let scholar_build = info["collections"][1]["build_id"].as_str().expect("id");
+
+    // Scholar, three ways, against SciFact served alone: the same top 10 for every query.
+    let queries = scifact_test_queries(&beir);
+    assert!(queries.len() >= 300, "{} test queries", queries.len());
+    let prefixed = format!("{base}/c/scholar");
+    for query in &queries {
+        let want = top_urls(&alone, query, 10);
+        assert_eq!(top_urls(&prefixed, query, 10), want, "/c/scholar: {query}");
+        let (status, body) = post(
+            format!("{base}/v1/search"),
+            serde_json::json!({"query": query, "k": 10, "collection": "scholar"}),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["collection"], "scholar");
+        let urls: Vec<&str> = body["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["url"].as_str().expect("url"))
+            .collect();
+        assert_eq!(urls, want, "\"collection\": {query}");
+        let (status, body) = post(
+            format!("{base}/serper/scholar"),
+            serde_json::json!({"q": query, "num": 10}),
+        );
+        assert_eq!(status, 200, "{body}");
+        let organic = body["organic"].as_array().expect("organic");
+        let links: Vec<&str> = organic
+            .iter()
+            .map(|o| o["link"].as_str().expect("link"))
+            .collect();
+        assert_eq!(links, want, "/serper/scholar: {query}");
+        for (i, o) in organic.iter().enumerate() {
+            for field in ["title", "publicationInfo", "snippet", "year", "citedBy"] {
+                assert!(o.get(field).is_some(), "{field} missing: {o}");
+            }
+            assert_eq!(o["position"], i + 1);
+        }
+    }
+    let eval = |target: &str, collection: Option<&str>| {
+        let mut args = vec!["eval", "--target", target, "--beir", path_str(&beir)];
+        if let Some(name) = collection {
+            args.extend(["--collection", name]);
+        }
+        json(&indexer(&args))
+    };
+    let (through, single) = (eval(&base, Some("scholar")), eval(&alone, None));
+    eprintln!(
+        "scifact as collection `scholar`: nDCG@10 {} (alone {})",
+        through["ndcg@10"], single["ndcg@10"]
+    );
+    assert_eq!(through["ndcg@10"], single["ndcg@10"], "{through}");
+    assert_eq!(through["collection"], "scholar");
+    assert_eq!(through["index"], scholar_build);
+
+    // The default collection is `web`; a response names the build of the collection it searched.
+    let mut response = agent
+        .post(format!("{base}/v1/search"))
+        .send_json(serde_json::json!({"query": "anarchism", "session": "s1"}))
+        .expect("search");
+    let web_build = info["collections"][0]["build_id"].as_str().expect("id");
+    assert_eq!(
+        response
+            .headers()
+            .get("x-stillweb-build")
+            .and_then(|v| v.to_str().ok()),
+        Some(web_build)
+    );
+    let body: serde_json::Value = response.body_mut().read_json().expect("json");
+    assert_eq!(body["collection"], "web");
+    let web_url = body["results"][0]["url"].as_str().expect("url").to_string();
+    let response = agent
+        .post(format!("{prefixed}/v1/search"))
+        .send_json(serde_json::json!({"query": queries[0], "session": "s1"}))
+        .expect("search");
+    assert_eq!(
+        response
+            .headers()
+            .get("x-stillweb-build")
+            .and_then(|v| v.to_str().ok()),
+        Some(scholar_build)
+    );
+    let paper = top_urls(&prefixed, &queries[0], 1).remove(0);
+
+    // Visitable from the collection that showed it, and from no other.
+    let visit = |path: &str, url: &str, collection: Option<&str>| {
+        let mut body = serde_json::json!({"url": url, "session": "s1"});
+        if let Some(name) = collection {
+            body["collection"] = name.into();
+        }
+        post(format!("{base}{path}/v1/visit"), body)
+    };
+    assert_eq!(visit("", &web_url, None).0, 200);
+    let (status, refused) = visit("", &web_url, Some("mirror"));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (403, Some("url_not_seen")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("collection `mirror`"),
+        "{refused}"
+    );
+    assert_eq!(visit("", &paper, Some("scholar")).0, 200);
+    assert_eq!(visit("/c/scholar", &paper, None).0, 200);
+    let (status, refused) = visit("", &paper, None);
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (404, Some("url_not_found")),
+        "{refused}"
+    );
+    let (status, refused) = visit("/c/web", &paper, Some("scholar"));
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("conflicting collections"),
+        "{refused}"
+    );
+
+    // The transcript names the collection of each search and visit.
+    let transcript = get(format!("{base}/v1/sessions/s1"));
+    let collections: Vec<&str> = transcript["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["collection"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        collections,
+        [
+            "web", "scholar", "web", "mirror", "scholar", "scholar", "web"
+        ],
+        "{transcript}"
+    );
+    let metrics = agent
+        .get(format!("{base}/metrics"))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    assert!(
+        metrics.contains(&format!(
+            "stillweb_index_build_info{{build_id=\"{scholar_build}\",collection=\"scholar\"}} 1"
+        )),
+        "{metrics}"
+    );
+    assert!(metrics.contains("stillweb_searches_total{collection=\"scholar\"}"));
 }
 
 /// Searches `queries` in one session at `server` and visits every result whose document id is

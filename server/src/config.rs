@@ -25,8 +25,8 @@ pub struct Args {
     #[arg(
         long,
         env = "STILLWEB_INDEX",
-        required_unless_present = "shard",
-        conflicts_with = "shard"
+        required_unless_present_any = ["shard", "collection"],
+        conflicts_with_all = ["shard", "collection"]
     )]
     pub index: Option<PathBuf>,
     /// An overlay of --index (built with `stillweb-indexer build --overlay-of INDEX`), served
@@ -41,8 +41,20 @@ pub struct Args {
     /// Run as a coordinator over a shard set: one --shard per shard, in shard order, each the
     /// base URLs of that shard's replicas separated by commas
     /// (`--shard http://a:8081,http://b:8081 --shard http://c:8081`).
-    #[arg(long, value_name = "URL[,URL...]")]
+    #[arg(long, value_name = "URL[,URL...]", conflicts_with = "collection")]
     pub shard: Vec<String>,
+    /// A named corpus, served beside the others (repeat for several; the first is the default):
+    /// `NAME=DIR` for an index directory, or `NAME=URL[,URL...][;URL[,URL...]...]` for a shard
+    /// set's replicas (shards separated by `;`, each shard's replicas by `,`). Requests name a
+    /// collection with `"collection"` or the path prefix `/c/{name}/`.
+    #[arg(long, value_name = "NAME=DIR|NAME=URLS")]
+    pub collection: Vec<String>,
+    /// An overlay of the index of collection NAME, served with it (repeat, in build order).
+    #[arg(long, value_name = "NAME=DIR", requires = "collection")]
+    pub collection_overlay: Vec<String>,
+    /// The collection `/serper/scholar` and the MCP `scholar` tool search.
+    #[arg(long, env = "STILLWEB_SCHOLAR_COLLECTION", default_value = "scholar")]
+    pub scholar_collection: String,
     /// A coordinator's time limit for one call to one shard replica, in milliseconds; a call
     /// that fails or runs past it is retried on the shard's next replica.
     #[arg(long, env = "STILLWEB_SHARD_TIMEOUT_MS", default_value_t = 5000)]
@@ -225,6 +237,34 @@ pub enum Source {
     },
 }
 
+/// One corpus the server serves and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionSource {
+    /// Its name (`--collection NAME=...`); `None` for the one corpus of `--index` or `--shard`,
+    /// which requests reach as `default`.
+    pub name: Option<String>,
+    pub source: Source,
+}
+
+/// The name a request gives the corpus of `--index` or `--shard`.
+pub const DEFAULT_COLLECTION: &str = "default";
+
+/// Longest collection name.
+const MAX_COLLECTION_NAME: usize = 32;
+
+/// Whether `name` is a usable collection name: 1-32 of `[a-z0-9_-]`, starting with a letter or
+/// digit (it appears in URL paths, metric labels and session keys).
+pub fn valid_collection_name(name: &str) -> bool {
+    name.len() <= MAX_COLLECTION_NAME
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
 /// Where sessions live.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionStore {
@@ -239,7 +279,10 @@ pub enum SessionStore {
 /// Validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub source: Source,
+    /// What the server serves, the default collection first (never empty).
+    pub collections: Vec<CollectionSource>,
+    /// The collection `/serper/scholar` searches.
+    pub scholar_collection: String,
     pub listen: SocketAddr,
     pub search_threads: usize,
     /// The time limit of one whole request (a batch's searches share it).
@@ -339,45 +382,84 @@ impl Args {
         if self.reranker_timeout_ms == 0 {
             return Err("--reranker-timeout-ms must be at least 1".into());
         }
-        let source = match self.index {
-            Some(dir) => Source::Index {
-                dir,
-                overlays: self.overlay,
-            },
+        let shard_source = |lists: &[&str], flag: &str| -> Result<Source, String> {
+            let shards = parse_shards(lists, flag)?;
+            if self.shard_timeout_ms == 0 {
+                return Err("--shard-timeout-ms must be at least 1".into());
+            }
+            Ok(Source::Shards {
+                shards,
+                call_timeout: Duration::from_millis(self.shard_timeout_ms),
+                startup_wait: Duration::from_secs(self.shard_startup_secs),
+            })
+        };
+        let collections = match &self.index {
+            Some(dir) => vec![CollectionSource {
+                name: None,
+                source: Source::Index {
+                    dir: dir.clone(),
+                    overlays: self.overlay.clone(),
+                },
+            }],
+            None if self.collection.is_empty() => {
+                let lists: Vec<&str> = self.shard.iter().map(String::as_str).collect();
+                vec![CollectionSource {
+                    name: None,
+                    source: shard_source(&lists, "--shard")?,
+                }]
+            }
             None => {
-                let shards: Vec<Vec<String>> = self
-                    .shard
-                    .iter()
-                    .map(|list| {
-                        list.split(',')
-                            .map(str::trim)
-                            .filter(|u| !u.is_empty())
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .collect();
-                if let Some(bad) = shards
-                    .iter()
-                    .flatten()
-                    .find(|u| !(u.starts_with("http://") && u.len() > "http://".len()))
-                {
-                    return Err(format!(
-                        "--shard takes http:// base URLs separated by commas, got `{bad}`"
-                    ));
+                let mut collections: Vec<CollectionSource> = Vec::new();
+                for given in &self.collection {
+                    let (name, spec) = named("--collection", given)?;
+                    if collections.iter().any(|c| c.name.as_deref() == Some(name)) {
+                        return Err(format!("--collection {name} is given twice"));
+                    }
+                    let source = if spec.starts_with("http://") {
+                        let lists: Vec<&str> = spec.split(';').collect();
+                        shard_source(&lists, "--collection")?
+                    } else {
+                        Source::Index {
+                            dir: PathBuf::from(spec),
+                            overlays: Vec::new(),
+                        }
+                    };
+                    collections.push(CollectionSource {
+                        name: Some(name.to_string()),
+                        source,
+                    });
                 }
-                if shards.is_empty() || shards.iter().any(Vec::is_empty) {
-                    return Err("each --shard needs at least one replica URL".into());
+                for given in &self.collection_overlay {
+                    let (name, dir) = named("--collection-overlay", given)?;
+                    match collections
+                        .iter_mut()
+                        .find(|c| c.name.as_deref() == Some(name))
+                    {
+                        Some(CollectionSource {
+                            source: Source::Index { overlays, .. },
+                            ..
+                        }) => overlays.push(PathBuf::from(dir)),
+                        Some(_) => {
+                            return Err(format!(
+                                "--collection-overlay {name}: collection {name} is a shard set; its shard servers take the overlays"
+                            ));
+                        }
+                        None => {
+                            return Err(format!(
+                                "--collection-overlay {name}: no --collection {name}=DIR"
+                            ));
+                        }
+                    }
                 }
-                if self.shard_timeout_ms == 0 {
-                    return Err("--shard-timeout-ms must be at least 1".into());
-                }
-                Source::Shards {
-                    shards,
-                    call_timeout: Duration::from_millis(self.shard_timeout_ms),
-                    startup_wait: Duration::from_secs(self.shard_startup_secs),
-                }
+                collections
             }
         };
+        if !valid_collection_name(&self.scholar_collection) {
+            return Err(format!(
+                "--scholar-collection takes a collection name, got `{}`",
+                self.scholar_collection
+            ));
+        }
         let session_store = match self.sessions.as_str() {
             "memory" => SessionStore::Memory,
             url if url.starts_with("redis://") => {
@@ -406,7 +488,8 @@ impl Args {
             self.search_threads
         };
         Ok(Config {
-            source,
+            collections,
+            scholar_collection: self.scholar_collection.clone(),
             listen: self.listen,
             search_threads,
             request_timeout: Duration::from_secs(self.request_timeout_secs),
@@ -482,6 +565,51 @@ impl Args {
     }
 }
 
+/// Splits `NAME=VALUE` as `flag` takes it, with the name checked.
+fn named<'a>(flag: &str, given: &'a str) -> Result<(&'a str, &'a str), String> {
+    let Some((name, value)) = given.split_once('=') else {
+        return Err(format!("{flag} takes NAME=VALUE, got `{given}`"));
+    };
+    if !valid_collection_name(name) {
+        return Err(format!(
+            "{flag} {given}: a collection name is 1-{MAX_COLLECTION_NAME} of a-z, 0-9, `_` and `-`, starting with a letter or digit"
+        ));
+    }
+    if value.is_empty() {
+        return Err(format!("{flag} {name}= names nothing to serve"));
+    }
+    Ok((name, value))
+}
+
+/// A shard set's replica URLs: one list per shard, each `URL[,URL...]`.
+fn parse_shards(lists: &[&str], flag: &str) -> Result<Vec<Vec<String>>, String> {
+    let shards: Vec<Vec<String>> = lists
+        .iter()
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .collect();
+    if let Some(bad) = shards
+        .iter()
+        .flatten()
+        .find(|u| !(u.starts_with("http://") && u.len() > "http://".len()))
+    {
+        return Err(format!(
+            "{flag} takes http:// base URLs separated by commas, got `{bad}`"
+        ));
+    }
+    if shards.is_empty() || shards.iter().any(Vec::is_empty) {
+        return Err(format!(
+            "each shard of {flag} needs at least one replica URL"
+        ));
+    }
+    Ok(shards)
+}
+
 impl Config {
     /// The largest body the route (a pattern, as axum matched it) accepts.
     pub fn body_limit(&self, route: &str) -> usize {
@@ -544,12 +672,12 @@ mod tests {
             "http://c:1",
         ];
         let config = Args::parse_from(args).validate().expect("valid");
-        let Source::Shards { shards, .. } = config.source else {
+        let Source::Shards { shards, .. } = &config.collections[0].source else {
             panic!("not a coordinator");
         };
         assert_eq!(
             shards,
-            vec![vec!["http://a:1", "http://b:1"], vec!["http://c:1"]]
+            &vec![vec!["http://a:1", "http://b:1"], vec!["http://c:1"]]
         );
         let err = Args::parse_from(["stillweb-server", "--shard", "a:1"])
             .validate()
@@ -625,5 +753,61 @@ mod tests {
             let err = validate(&[flag, "0"]).expect_err(flag);
             assert!(err.contains(flag), "{err}");
         }
+    }
+
+    #[test]
+    fn collections_are_named_indexes_or_shard_sets_with_overlays() {
+        let config = Args::parse_from([
+            "stillweb-server",
+            "--collection",
+            "web=/idx/web",
+            "--collection",
+            "scholar=http://a:1,http://b:1;http://c:1",
+            "--collection-overlay",
+            "web=/idx/ov1",
+            "--collection-overlay",
+            "web=/idx/ov2",
+        ])
+        .validate()
+        .expect("valid");
+        assert_eq!(config.collections.len(), 2);
+        assert_eq!(config.collections[0].name.as_deref(), Some("web"));
+        assert_eq!(
+            config.collections[0].source,
+            Source::Index {
+                dir: "/idx/web".into(),
+                overlays: vec!["/idx/ov1".into(), "/idx/ov2".into()],
+            }
+        );
+        let Source::Shards { shards, .. } = &config.collections[1].source else {
+            panic!("scholar is a shard set");
+        };
+        assert_eq!(shards.len(), 2);
+        assert_eq!(config.scholar_collection, "scholar");
+        let refused = |args: &[&str]| {
+            let mut all = vec!["stillweb-server"];
+            all.extend_from_slice(args);
+            Args::parse_from(all).validate().expect_err("refused")
+        };
+        let err = refused(&["--collection", "web"]);
+        assert!(err.contains("NAME=VALUE"), "{err}");
+        let err = refused(&["--collection", "Web=/i"]);
+        assert!(err.contains("a collection name is"), "{err}");
+        let err = refused(&["--collection", "a=/i", "--collection", "a=/j"]);
+        assert!(err.contains("given twice"), "{err}");
+        let err = refused(&["--collection", "a=/i", "--collection-overlay", "b=/o"]);
+        assert!(err.contains("no --collection b=DIR"), "{err}");
+        let err = refused(&[
+            "--collection",
+            "a=http://x:1",
+            "--collection-overlay",
+            "a=/o",
+        ]);
+        assert!(err.contains("is a shard set"), "{err}");
+        let err = refused(&["--collection", "a=http://x:1;", "--scholar-collection", "p"]);
+        assert!(err.contains("at least one replica"), "{err}");
+        // --index stays the one unnamed collection, and does not mix with named ones.
+        assert!(Args::try_parse_from(["s", "--index", "/i", "--collection", "a=/j"]).is_err());
+        assert_eq!(validate(&[]).expect("ok").collections[0].name, None);
     }
 }

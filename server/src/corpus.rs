@@ -12,11 +12,14 @@ use stillweb_index::overlay::layered_build_id;
 use stillweb_index::search::fetch::Pages;
 use stillweb_index::search::pipeline;
 use stillweb_index::search::rank::Ranked;
-use stillweb_index::search::{Candidates, ChunkScore, FilterCounts, FilterPlan, PreparedQuery};
+use stillweb_index::search::{
+    Candidates, ChunkScore, FilterCounts, FilterPlan, Mode, PreparedQuery,
+};
 use stillweb_index::shard::{ShardManifest, shard_of};
 use stillweb_index::{Hit, IndexError, ParsedQuery, SearchIndex, StoredDoc};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
 
+use crate::config::DEFAULT_COLLECTION;
 use crate::error::ApiError;
 use crate::pool::SearchPool;
 use crate::sharding::protocol::{
@@ -100,11 +103,25 @@ impl CorpusInfo {
     }
 }
 
+/// What a session remembers a URL shown from `collection` (its normalised `url_key`) by: the
+/// key itself for the unnamed corpus, the collection's name and the key for a named one, so that
+/// a page is visitable only from the collection that showed it.
+pub fn seen_key(collection: Option<&str>, url_key: &str) -> String {
+    match collection {
+        None => url_key.to_string(),
+        Some(name) => format!("{name} {url_key}"),
+    }
+}
+
 /// A corpus's parts, what it is, and the models that search it.
 #[derive(Debug)]
 pub struct Corpus {
     pub parts: Vec<Part>,
     pub info: CorpusInfo,
+    /// The collection's name; `None` for the one unnamed corpus of `--index` or `--shard`.
+    collection: Option<Arc<str>>,
+    /// How its searches retrieve unless a request says otherwise.
+    pub mode: Mode,
     embedder: Option<EmbedWorker>,
     reranker: Option<RerankWorker>,
 }
@@ -120,16 +137,48 @@ impl Corpus {
         if let (Some(e), Some(d)) = (&embedder, &info.dense) {
             d.check_embedder(e.model_id(), e.dimension(), e.engine(), &info.build_id)?;
         }
+        let mode = if info.dense.is_some() && embedder.is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::Bm25
+        };
         Ok(Corpus {
             parts,
             info,
+            collection: None,
+            mode,
             embedder,
             reranker,
         })
     }
 
+    /// The corpus as collection `name` (`None`: the unnamed one), searched in `mode`.
+    pub fn in_collection(self, name: Option<&str>, mode: Mode) -> Corpus {
+        Corpus {
+            collection: name.map(Arc::from),
+            mode,
+            ..self
+        }
+    }
+
     pub fn build_id(&self) -> &str {
         &self.info.build_id
+    }
+
+    /// The collection's name as requests give it (`default` for the unnamed one).
+    pub fn collection(&self) -> &str {
+        self.collection.as_deref().unwrap_or(DEFAULT_COLLECTION)
+    }
+
+    /// The collection's name when it is a named one (`--collection`), not the one corpus of
+    /// `--index` or `--shard`.
+    pub fn named(&self) -> Option<&Arc<str>> {
+        self.collection.as_ref()
+    }
+
+    /// Whether this is a named collection.
+    pub fn is_named(&self) -> bool {
+        self.collection.is_some()
     }
 
     /// The query embedder, if this server embeds queries.

@@ -18,6 +18,8 @@ pub enum ErrorCode {
     UrlNotFound,
     /// No such session (never used, expired, or ended).
     SessionNotFound,
+    /// The request names a collection the server does not serve (see `/info`).
+    CollectionNotFound,
     /// No such endpoint.
     RouteNotFound,
     /// The endpoint exists but does not answer this HTTP method (see the `Allow` header).
@@ -65,6 +67,7 @@ impl ErrorCode {
             ErrorCode::UrlNotSeen => "url_not_seen",
             ErrorCode::UrlNotFound => "url_not_found",
             ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::CollectionNotFound => "collection_not_found",
             ErrorCode::RouteNotFound => "route_not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::RerankUnavailable => "rerank_unavailable",
@@ -84,12 +87,13 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (checked against `openapi.yaml` by a test).
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::InvalidRequest,
         ErrorCode::SessionRequired,
         ErrorCode::UrlNotSeen,
         ErrorCode::UrlNotFound,
         ErrorCode::SessionNotFound,
+        ErrorCode::CollectionNotFound,
         ErrorCode::RouteNotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::RerankUnavailable,
@@ -192,21 +196,22 @@ mod tests {
             ErrorCode::UrlNotSeen => 2,
             ErrorCode::UrlNotFound => 3,
             ErrorCode::SessionNotFound => 4,
-            ErrorCode::RouteNotFound => 5,
-            ErrorCode::MethodNotAllowed => 6,
-            ErrorCode::RerankUnavailable => 7,
-            ErrorCode::Overloaded => 8,
-            ErrorCode::PayloadTooLarge => 9,
-            ErrorCode::Timeout => 10,
-            ErrorCode::BodyTimeout => 11,
-            ErrorCode::NotReady => 12,
-            ErrorCode::ShardUnavailable => 13,
-            ErrorCode::SessionStoreUnavailable => 14,
-            ErrorCode::Unauthorized => 15,
-            ErrorCode::Forbidden => 16,
-            ErrorCode::RateLimited => 17,
-            ErrorCode::ReloadRefused => 18,
-            ErrorCode::Internal => 19,
+            ErrorCode::CollectionNotFound => 5,
+            ErrorCode::RouteNotFound => 6,
+            ErrorCode::MethodNotAllowed => 7,
+            ErrorCode::RerankUnavailable => 8,
+            ErrorCode::Overloaded => 9,
+            ErrorCode::PayloadTooLarge => 10,
+            ErrorCode::Timeout => 11,
+            ErrorCode::BodyTimeout => 12,
+            ErrorCode::NotReady => 13,
+            ErrorCode::ShardUnavailable => 14,
+            ErrorCode::SessionStoreUnavailable => 15,
+            ErrorCode::Unauthorized => 16,
+            ErrorCode::Forbidden => 17,
+            ErrorCode::RateLimited => 18,
+            ErrorCode::ReloadRefused => 19,
+            ErrorCode::Internal => 20,
         }
     }
 

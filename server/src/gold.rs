@@ -309,6 +309,7 @@ mod tests {
     fn search(query: &str, urls: &[&str]) -> Event {
         Event::Search {
             at: "t".into(),
+            collection: None,
             query: query.into(),
             urls: urls.iter().map(|u| u.to_string()).collect(),
         }
@@ -317,6 +318,7 @@ mod tests {
     fn visit(url: &str, outcome: &str) -> Event {
         Event::Visit {
             at: "t".into(),
+            collection: None,
             url: url.into(),
             outcome: outcome.into(),
         }

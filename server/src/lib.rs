@@ -64,6 +64,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/search-r1/retrieve"),
     ("POST", "/serper/search"),
     ("GET", "/serper/search"),
+    ("POST", "/serper/scholar"),
+    ("GET", "/serper/scholar"),
     ("POST", "/serper/scrape"),
     ("GET", "/brave/res/v1/web/search"),
     ("POST", "/tavily/search"),
@@ -84,8 +86,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ui/favicon.svg"),
 ];
 
-/// The router with every endpoint. The session-aware endpoints are served twice: as they are, and
-/// under `/s/{session}/`, for clients that can only change a base URL.
+/// The router with every endpoint. For clients that can only change a base URL, the
+/// session-aware endpoints are also served under `/s/{session}/`, `/c/{collection}/` and
+/// `/c/{collection}/s/{session}/`.
 pub fn app(state: AppState) -> Router {
     let api: Router<AppState> = Router::new()
         .route("/v1/search", post(routes::search::search))
@@ -102,6 +105,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/serper/search",
             post(compat::serper::search).get(compat::serper::search),
+        )
+        .route(
+            "/serper/scholar",
+            post(compat::serper::scholar).get(compat::serper::scholar),
         )
         .route("/serper/scrape", post(compat::serper::scrape))
         .route("/brave/res/v1/web/search", get(compat::brave::search))
@@ -123,9 +130,11 @@ pub fn app(state: AppState) -> Router {
     } else {
         Router::new()
     };
+    // Served as they are, under `/s/{session}/`, and both again under `/c/{collection}/`.
+    let in_sessions = Router::new().merge(api.clone()).nest("/s/{session}", api);
     Router::new()
-        .merge(api.clone())
-        .nest("/s/{session}", api)
+        .merge(in_sessions.clone())
+        .nest("/c/{collection}", in_sessions)
         .merge(shard_api)
         .merge(ui::routes())
         .route("/healthz", get(routes::health::healthz))
@@ -147,32 +156,74 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Opens what the server serves (an index, or a coordinator's shards) with the models its
-/// searches need, and builds the state; ready once the first search ran.
+/// Opens what the server serves (each collection: an index with its overlays, or a shard set)
+/// with the models its searches need, and builds the state; ready once each ran a first search.
+/// Collections share one loaded copy of each model.
 pub fn prepare(config: Config) -> anyhow::Result<AppState> {
-    match config.source.clone() {
-        Source::Index { dir, overlays } => prepare_index(config, &dir, &overlays),
-        Source::Shards {
-            shards,
-            call_timeout,
-            startup_wait,
-        } => prepare_coordinator(config, &shards, call_timeout, startup_wait),
+    // What each collection is (a shard set's as its shards report it), to choose its mode
+    // before any model is loaded.
+    let mut found: Vec<(Mode, Option<CorpusInfo>)> = Vec::new();
+    for collection in &config.collections {
+        let (has_dense, set) = match &collection.source {
+            Source::Index { dir, .. } => {
+                let manifest = stillweb_index::IndexManifest::read(dir)
+                    .with_context(|| collection_context(collection))?;
+                (manifest.dense.is_some(), None)
+            }
+            Source::Shards {
+                shards,
+                startup_wait,
+                ..
+            } => {
+                let set = sharding::coordinator::discover(shards, *startup_wait)
+                    .with_context(|| collection_context(collection))?;
+                (set.dense.is_some(), Some(set))
+            }
+        };
+        let mode = Mode::resolve(config.mode, has_dense)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", collection_context(collection)))?;
+        found.push((mode, set));
     }
-}
-
-/// Opens the index and its overlays (and, for dense or hybrid search, the query embedder it was
-/// built with, and the reranker if one is configured) and builds the state.
-fn prepare_index(
-    mut config: Config,
-    dir: &std::path::Path,
-    overlays: &[std::path::PathBuf],
-) -> anyhow::Result<AppState> {
-    let manifest = stillweb_index::IndexManifest::read(dir)?;
-    let mode = choose_mode(&mut config, manifest.dense.is_some())?;
-    let embedder = load_query_embedder(&config, mode)?;
+    let embedder = if found.iter().any(|(mode, _)| mode.uses_dense()) {
+        load_query_embedder(&config)?
+    } else {
+        None
+    };
+    if let Some(e) = &embedder {
+        // The first query embedding is slow (allocations, caches): not on a client's time.
+        e.embed_query("warm up")
+            .map_err(|e| anyhow::anyhow!("warm-up embedding failed: {e}"))?;
+    }
     let reranker = load_reranker_worker(&config)?;
-    let corpus = open_local_corpus(&config, dir, overlays, embedder, reranker)?;
-    let state = AppState::new(corpus, config)?;
+    let mut corpora = Vec::new();
+    for (collection, (mode, set)) in config.collections.iter().zip(found) {
+        let embedder = embedder.clone().filter(|_| mode.uses_dense());
+        let corpus = match &collection.source {
+            Source::Index { dir, overlays } => {
+                open_local_corpus(&config, mode, dir, overlays, embedder, reranker.clone())
+                    .with_context(|| collection_context(collection))?
+            }
+            Source::Shards {
+                shards,
+                call_timeout,
+                ..
+            } => {
+                let set = set.context("a shard set was not discovered")?;
+                let replicas: Vec<ReplicaSet> = shards
+                    .iter()
+                    .enumerate()
+                    .map(|(i, urls)| ReplicaSet::new(i, urls, *call_timeout))
+                    .collect();
+                sharding::replicas::watch(replicas.clone(), Duration::from_millis(500))
+                    .context("cannot start the shard health checks")?;
+                info!(collection = ?collection.name, shards = shards.len(), mode = ?mode, "coordinating");
+                let parts = replicas.into_iter().map(Part::Remote).collect();
+                Corpus::new(parts, set, embedder, reranker.clone())?
+            }
+        };
+        corpora.push(corpus.in_collection(collection.name.as_deref(), mode));
+    }
+    let state = AppState::new(corpora, config)?;
     state.set_ready(true);
     Ok(state)
 }
@@ -183,6 +234,7 @@ fn prepare_index(
 /// is not slow. What a start and a reload both do.
 pub(crate) fn open_local_corpus(
     config: &Config,
+    mode: Mode,
     dir: &std::path::Path,
     overlays: &[std::path::PathBuf],
     embedder: Option<EmbedWorker>,
@@ -207,9 +259,9 @@ pub(crate) fn open_local_corpus(
         .map(Arc::new)
         .collect();
     let info = CorpusInfo::of_layers(&layers);
-    if let Some(mode) = config.mode {
-        Mode::resolve(Some(mode), info.dense.is_some()).map_err(anyhow::Error::msg)?;
-    }
+    // A build without the vectors the collection's mode searches (a reload to one built with
+    // --no-dense) is refused.
+    Mode::resolve(Some(mode), info.dense.is_some()).map_err(anyhow::Error::msg)?;
     for layer in &layers {
         let m = layer.manifest();
         info!(
@@ -225,11 +277,25 @@ pub(crate) fn open_local_corpus(
     }
     // The warm-up runs the pipeline in place.
     let warm = Retriever::layered(layers.clone(), embedder.clone(), reranker.clone())?
-        .search(&stillweb_index::parse("warm up"), &config.search)
+        .search(
+            &stillweb_index::parse("warm up"),
+            &stillweb_index::SearchParams {
+                weights: mode.weights(),
+                ..config.search.clone()
+            },
+        )
         .context("warm-up query failed")?;
-    info!(build_id = %info.build_id, results = warm.hits.len(), mode = ?config.mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
+    info!(build_id = %info.build_id, results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
     let parts = layers.into_iter().map(Part::Local).collect();
     Ok(Corpus::new(parts, info, embedder, reranker)?)
+}
+
+/// Names a collection in an error about it.
+fn collection_context(collection: &config::CollectionSource) -> String {
+    match &collection.name {
+        Some(name) => format!("collection {name}"),
+        None => "the index".to_string(),
+    }
 }
 
 /// Checks every file of the index at `dir` against its build's checksums.
@@ -254,56 +320,11 @@ fn verify_checksums(dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Finds the shard set behind `shards` (every shard must have a replica that answers within
-/// `startup_wait`), loads the models that run at the coordinator, starts the replicas' health
-/// checks, and builds the state.
-fn prepare_coordinator(
-    mut config: Config,
-    shards: &[Vec<String>],
-    call_timeout: Duration,
-    startup_wait: Duration,
-) -> anyhow::Result<AppState> {
-    let set = sharding::coordinator::discover(shards, startup_wait)?;
-    let mode = choose_mode(&mut config, set.dense.is_some())?;
-    let embedder = load_query_embedder(&config, mode)?;
-    if let Some(e) = &embedder {
-        // The first query embedding is slow (allocations, caches): not on a client's time.
-        e.embed_query("warm up")
-            .map_err(|e| anyhow::anyhow!("warm-up embedding failed: {e}"))?;
-    }
-    let reranker = load_reranker_worker(&config)?;
-    let sets: Vec<ReplicaSet> = shards
-        .iter()
-        .enumerate()
-        .map(|(i, urls)| ReplicaSet::new(i, urls, call_timeout))
-        .collect();
-    sharding::replicas::watch(sets.clone(), Duration::from_millis(500))
-        .context("cannot start the shard health checks")?;
-    let parts = sets.into_iter().map(Part::Remote).collect();
-    let corpus = Corpus::new(parts, set, embedder, reranker)?;
-    info!(shards = shards.len(), mode = ?mode, "coordinating");
-    let state = AppState::new(corpus, config)?;
-    state.set_ready(true);
-    Ok(state)
-}
-
-/// The retrieval mode (hybrid when the index has vectors, else BM25, unless configured), with
-/// the search weights set from it.
-fn choose_mode(config: &mut Config, has_dense: bool) -> anyhow::Result<Mode> {
-    let mode = Mode::resolve(config.mode, has_dense).map_err(anyhow::Error::msg)?;
-    config.mode = Some(mode);
-    config.search.weights = mode.weights();
-    Ok(mode)
-}
-
-/// The query embedder when the mode uses vectors: one copy per search thread, behind a
+/// The query embedder (loaded when some collection's mode uses vectors): one copy per search thread, behind a
 /// dynamic batcher with `--embed-batch-queries`, else lent to the search thread that embeds (no hop to a model thread: on SciFact, ~25% more searches/s at 8
 /// and 32 clients, BENCHMARKS.md). With a single copy the other search threads idled in line
 /// behind it.
-fn load_query_embedder(config: &Config, mode: Mode) -> anyhow::Result<Option<EmbedWorker>> {
-    if !mode.uses_dense() {
-        return Ok(None);
-    }
+fn load_query_embedder(config: &Config) -> anyhow::Result<Option<EmbedWorker>> {
     let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
     for _ in 0..config.search_threads.max(1) {
         let model = load_embedder(

@@ -56,6 +56,8 @@ struct Inner {
     requests: BTreeMap<(String, String, u16), u64>,
     latency: BTreeMap<String, Histogram>,
     stages: BTreeMap<&'static str, Histogram>,
+    /// Searches answered (from the cache too), by collection.
+    searches: BTreeMap<String, u64>,
     cache: BTreeMap<(&'static str, &'static str), u64>,
     rejections: BTreeMap<&'static str, u64>,
     keys: BTreeMap<String, u64>,
@@ -99,6 +101,17 @@ impl Metrics {
             .entry(stage)
             .or_default()
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// A search of `collection` answered (run or from the result cache).
+    pub fn search(&self, collection: &str) {
+        let mut inner = self.lock();
+        match inner.searches.get_mut(collection) {
+            Some(n) => *n += 1,
+            None => {
+                inner.searches.insert(collection.to_string(), 1);
+            }
+        }
     }
 
     /// A lookup in `cache` (`results`, `embeddings`).
@@ -176,6 +189,13 @@ impl Metrics {
                 &format!("stage=\"{stage}\""),
             );
         }
+        out.push_str("# HELP stillweb_searches_total Searches answered (the result cache's too), by collection.\n# TYPE stillweb_searches_total counter\n");
+        for (collection, n) in &inner.searches {
+            let _ = writeln!(
+                out,
+                "stillweb_searches_total{{collection=\"{collection}\"}} {n}"
+            );
+        }
         out.push_str("# HELP stillweb_cache_lookups_total Cache lookups by cache and result.\n# TYPE stillweb_cache_lookups_total counter\n");
         for ((cache, result), n) in &inner.cache {
             let _ = writeln!(
@@ -250,13 +270,16 @@ pub fn render_batches(out: &mut String, batchers: &[(&str, BatchStats)]) {
     }
 }
 
-/// The build serving (a gauge of 1 labelled with its id) and the swaps so far.
-pub fn render_build(out: &mut String, build_id: &str, swaps: u64) {
-    out.push_str("# HELP stillweb_index_build_info The build serving now (by id).\n# TYPE stillweb_index_build_info gauge\n");
-    let _ = writeln!(
-        out,
-        "stillweb_index_build_info{{build_id=\"{build_id}\"}} 1"
-    );
+/// The build each collection serves (a gauge of 1 labelled with its id and the collection's
+/// name) and the swaps so far.
+pub fn render_builds(out: &mut String, builds: &[(&str, &str)], swaps: u64) {
+    out.push_str("# HELP stillweb_index_build_info The build each collection serves now (by id).\n# TYPE stillweb_index_build_info gauge\n");
+    for (collection, build_id) in builds {
+        let _ = writeln!(
+            out,
+            "stillweb_index_build_info{{build_id=\"{build_id}\",collection=\"{collection}\"}} 1"
+        );
+    }
     out.push_str("# HELP stillweb_index_swaps_total Builds swapped in by reloads since the start.\n# TYPE stillweb_index_swaps_total counter\n");
     let _ = writeln!(out, "stillweb_index_swaps_total {swaps}");
 }
@@ -272,9 +295,11 @@ mod tests {
         m.request("/v1/search", "POST", 200, Duration::from_millis(40));
         m.stage("rerank", Duration::from_millis(700));
         m.cache("results", true);
+        m.search("scholar");
         m.rejection("overloaded");
         m.key_request("team-a");
         let text = m.render(Some(5));
+        assert!(text.contains("stillweb_searches_total{collection=\"scholar\"} 1"));
         assert!(text.contains(
             "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2"
         ));

@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::config::Source;
+use crate::config::{CollectionSource, Config, Source};
 use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
@@ -32,57 +32,96 @@ const SHARD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// What a reload did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Reloaded {
-    /// The build serving now.
+    /// The build the default collection serves now.
     pub build_id: String,
-    /// The build that served before.
+    /// The build it served before.
     pub previous: String,
+    /// Every collection's builds, default first.
+    pub collections: Vec<Swapped>,
     /// Swaps since the server started.
     pub swaps: u64,
     pub elapsed_ms: u64,
 }
 
-/// Re-opens what the server serves and swaps it in, or explains why not.
+/// One collection's swap.
+#[derive(Debug, Clone, Serialize)]
+pub struct Swapped {
+    pub collection: String,
+    pub build_id: String,
+    pub previous: String,
+}
+
+/// Re-opens what the server serves (every collection) and swaps it in, or explains why not:
+/// all collections swap, or none does.
 pub async fn reload(state: &AppState) -> Result<Reloaded, ApiError> {
     let _one_at_a_time = state.reloading.lock().await;
     let started = Instant::now();
-    let current = state.corpus();
-    let previous = current.build_id().to_string();
+    let current = state.corpora();
+    let previous: Vec<String> = current.iter().map(|c| c.build_id().to_string()).collect();
+    let still = previous.join(", ");
     let refused = |why: String| {
-        warn!(still_serving = %previous, "reload refused: {why}");
+        warn!(still_serving = %still, "reload refused: {why}");
         ApiError::new(
             ErrorCode::ReloadRefused,
-            format!("reload refused, still serving build {previous}: {why}"),
+            format!("reload refused, still serving build {still}: {why}"),
         )
     };
-    let config = (*state.config).clone();
+    let config = state.config.clone();
+    let reopened = current.clone();
+    let opened = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<Corpus>> {
+        let mut corpora = Vec::new();
+        for (source, corpus) in config.collections.iter().zip(&reopened) {
+            corpora.push(reopen(&config, source, corpus).map_err(|e| {
+                if corpus.is_named() {
+                    e.context(format!("collection {}", corpus.collection()))
+                } else {
+                    e
+                }
+            })?);
+        }
+        Ok(corpora)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let corpora = opened.map_err(|e| refused(format!("{e:#}")))?;
+    let mut collections = Vec::new();
+    for (at, (corpus, previous)) in corpora.into_iter().zip(previous).enumerate() {
+        collections.push(Swapped {
+            collection: corpus.collection().to_string(),
+            build_id: corpus.build_id().to_string(),
+            previous,
+        });
+        state.swap(at, corpus);
+    }
+    state.metrics.swapped();
+    let (swaps, elapsed_ms) = (state.metrics.swaps(), started.elapsed().as_millis() as u64);
+    let default = collections[0].clone();
+    info!(build_id = %default.build_id, previous = %default.previous, swaps, elapsed_ms, "reloaded");
+    Ok(Reloaded {
+        build_id: default.build_id,
+        previous: default.previous,
+        collections,
+        swaps,
+        elapsed_ms,
+    })
+}
+
+/// `current`'s collection opened afresh from `source`, with the same models and mode.
+fn reopen(config: &Config, source: &CollectionSource, current: &Corpus) -> anyhow::Result<Corpus> {
     let (embedder, reranker) = (current.embedder().cloned(), current.reranker().cloned());
-    let parts = current.parts.clone();
-    let opened = tokio::task::spawn_blocking(move || match &config.source {
+    let corpus = match &source.source {
         Source::Index { dir, overlays } => {
-            crate::open_local_corpus(&config, dir, overlays, embedder, reranker)
+            crate::open_local_corpus(config, current.mode, dir, overlays, embedder, reranker)?
         }
         // A coordinator follows its shards: it swaps only when every replica of every shard
         // reports one build (each shard server keeps answering the build before its last
         // reload meanwhile, so no search mixes two).
         Source::Shards { shards, .. } => {
             let set = crate::sharding::coordinator::discover(shards, SHARD_WAIT)?;
-            Ok(Corpus::new(parts, set, embedder, reranker)?)
+            Corpus::new(current.parts.clone(), set, embedder, reranker)?
         }
-    })
-    .await
-    .map_err(ApiError::internal)?;
-    let corpus = opened.map_err(|e| refused(format!("{e:#}")))?;
-    let build_id = corpus.build_id().to_string();
-    state.swap(corpus);
-    state.metrics.swapped();
-    let (swaps, elapsed_ms) = (state.metrics.swaps(), started.elapsed().as_millis() as u64);
-    info!(%build_id, %previous, swaps, elapsed_ms, "reloaded");
-    Ok(Reloaded {
-        build_id,
-        previous,
-        swaps,
-        elapsed_ms,
-    })
+    };
+    Ok(corpus.in_collection(source.name.as_deref(), current.mode))
 }
 
 /// Reloads on every `SIGHUP`, logging the outcome.

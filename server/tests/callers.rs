@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use clap::Parser;
 use serde_json::{Value, json};
 use support::{agent, call, call_with, code, samples_index, send, spawn_server, state};
 
@@ -333,6 +334,186 @@ async fn serper_scrape_reads_a_shown_page_in_serpers_shape() {
         let message = error["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{path}: {message}");
     }
+}
+
+/// Named collections through every shape: the path prefix `/c/{name}/` (with `/s/{session}/`
+/// after it) and the native `"collection"` field choose one; an unknown name is a 404 in each
+/// API's own error shape listing what is served; a wrong type or a conflict with the path is a
+/// 400; `/serper/scholar` answers from the scholar collection, and without one says which
+/// flags give one; the MCP server lists `scholar_search` only where there is one.
+#[tokio::test]
+async fn collections_are_chosen_by_path_or_field_and_unknown_ones_refused_in_each_shape() {
+    let Some(index) = samples_index() else { return };
+    let (web, scholar) = (
+        format!("web={}", index.display()),
+        format!("scholar={}", index.display()),
+    );
+    let config = stillweb_server::Args::parse_from([
+        "stillweb-server",
+        "--collection",
+        &web,
+        "--collection",
+        &scholar,
+    ])
+    .validate()
+    .expect("config");
+    let s = stillweb_server::prepare(config).expect("state");
+    let (status, found) = call(
+        &s,
+        "POST",
+        "/c/scholar/s/c-1/serper/scholar",
+        Some(json!({"q": "Anarchism", "num": 3})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["searchParameters"]["type"], "scholar");
+    let first = &found["organic"][0];
+    assert_eq!(first["link"], ANARCHISM, "{found}");
+    assert_eq!(first["citedBy"], 0);
+    // The year from the page's date, and the host where Scholar names the venue.
+    assert_eq!(first["year"], 2016, "{first}");
+    assert_eq!(
+        first["publicationInfo"], "2016 - en.wikipedia.org",
+        "{found}"
+    );
+    // Shown by the scholar collection: readable there, not from the default `web`.
+    let (status, page) = call(
+        &s,
+        "POST",
+        "/c/scholar/s/c-1/serper/scrape",
+        Some(json!({"url": ANARCHISM})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let (status, refused) = call(
+        &s,
+        "POST",
+        "/s/c-1/serper/scrape",
+        Some(json!({"url": ANARCHISM})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    let (status, page) = call(
+        &s,
+        "POST",
+        "/v1/visit",
+        Some(json!({"url": ANARCHISM, "session": "c-1", "collection": "scholar"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let (_, retrieved) = call(
+        &s,
+        "POST",
+        "/c/scholar/retrieve",
+        Some(json!({"queries": ["anarchism"], "topk": 2})),
+    )
+    .await;
+    assert_eq!(
+        retrieved["result"][0].as_array().map(Vec::len),
+        Some(2),
+        "{retrieved}"
+    );
+
+    for (path, body, status, says, field) in [
+        (
+            "/v1/search",
+            json!({"query": "x", "collection": "nope"}),
+            404,
+            "no collection `nope` here; this server serves web, scholar",
+            "error",
+        ),
+        (
+            "/v1/search/batch",
+            json!({"queries": [{"query": "x"}], "collection": 7}),
+            422,
+            "collection",
+            "error",
+        ),
+        (
+            "/c/web/v1/search",
+            json!({"query": "x", "collection": "scholar"}),
+            422,
+            "conflicting collections",
+            "error",
+        ),
+        (
+            "/c/nope/v1/visit",
+            json!({"url": ANARCHISM, "session": "c-1"}),
+            404,
+            "no collection `nope`",
+            "error",
+        ),
+        (
+            "/c/nope/serper/search",
+            json!({"q": "x"}),
+            404,
+            "no collection `nope`",
+            "message",
+        ),
+        (
+            "/c/nope/s/c-1/retrieve",
+            json!({"queries": ["x"]}),
+            404,
+            "no collection `nope`",
+            "detail",
+        ),
+        (
+            "/c/web/serper/scholar",
+            json!({"q": "x"}),
+            422,
+            "conflicting collections",
+            "message",
+        ),
+    ] {
+        let (got, error) = call(&s, "POST", path, Some(body)).await;
+        assert_eq!(got.as_u16(), status, "{path}: {error}");
+        let message = match field {
+            "error" => error["error"]["message"].as_str(),
+            other => error[other].as_str(),
+        };
+        assert!(
+            message.unwrap_or_default().contains(says),
+            "{path}: {error}"
+        );
+    }
+    let (status, tools) = call(
+        &s,
+        "POST",
+        "/mcp",
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"scholar_search"), "{names:?}");
+
+    // One corpus, no scholar collection: a 404 in Serper's shape that names the flags.
+    let plain = state(index, &[]);
+    let (status, error) = call(&plain, "POST", "/serper/scholar", Some(json!({"q": "x"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{error}");
+    assert_eq!(error["statusCode"], 404);
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("--collection scholar=DIR") && message.contains("--scholar-collection"),
+        "{message}"
+    );
+    let (_, tools) = call(
+        &plain,
+        "POST",
+        "/mcp",
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+    )
+    .await;
+    assert_eq!(
+        tools["result"]["tools"].as_array().map(Vec::len),
+        Some(4),
+        "{tools}"
+    );
 }
 
 /// A GRPO step: 512 prompts x 5 rollouts in one call, answered in query order, identical to the

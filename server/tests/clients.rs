@@ -15,8 +15,20 @@ fn real_client_libraries_and_documented_requests() {
     let Some(python) = client_python() else {
         return;
     };
-    let server = spawn_server(index, &[]);
-    support::client_checks_pass(&python, "compat_clients.py", &[&server.url]);
+    // The samples twice: as the default collection and as a `scholar` one.
+    let (web, scholar) = (
+        format!("web={}", index.display()),
+        format!("scholar={}", index.display()),
+    );
+    let server = support::spawn_with(&[
+        "--collection",
+        &web,
+        "--collection",
+        &scholar,
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    support::client_checks_pass(&python, "compat_clients.py", &[&server.url, "scholar"]);
 }
 
 /// schemathesis generates requests from `openapi.yaml` (valid and invalid) and checks every

@@ -48,27 +48,27 @@ async fn redis_store_answers_as_the_memory_store() {
     );
     for store in [&memory, &shared] {
         store
-            .record_search(&id("a"), "first", &shown(&["u1", "u2"]))
+            .record_search(&id("a"), None, "first", &shown(&["u1", "u2"]))
             .await
             .expect("search");
         store
-            .record_search(&id("a"), "second", &shown(&["u2", "u3", "u4"]))
+            .record_search(&id("a"), None, "second", &shown(&["u2", "u3", "u4"]))
             .await
             .expect("search");
         store
-            .record_visit(&id("a"), "https://u4/", "ok")
+            .record_visit(&id("a"), None, "https://u4/", "ok")
             .await
             .expect("visit");
         store
-            .record_visit(&id("nobody"), "https://u4/", "url_not_seen")
+            .record_visit(&id("nobody"), None, "https://u4/", "url_not_seen")
             .await
             .expect("visit");
         store
-            .record_visit(&id("a"), "https://u9/", "url_not_seen")
+            .record_visit(&id("a"), None, "https://u9/", "url_not_seen")
             .await
             .expect("visit");
         store
-            .record_search(&id("b"), "other", &shown(&["u9"]))
+            .record_search(&id("b"), None, "other", &shown(&["u9"]))
             .await
             .expect("search");
     }
@@ -114,7 +114,7 @@ async fn redis_store_answers_as_the_memory_store() {
     assert_eq!(from_redis["dropped_events"], 0);
     for store in [&memory, &shared] {
         store
-            .record_visit(&id("a"), "https://u2/", "ok")
+            .record_visit(&id("a"), None, "https://u2/", "ok")
             .await
             .expect("visit");
     }
@@ -131,12 +131,12 @@ async fn redis_store_answers_as_the_memory_store() {
     for store in [&memory, &shared] {
         assert_eq!(store.active().await.expect("active"), 2);
         store
-            .record_search(&id("c"), "q", &shown(&["c"]))
+            .record_search(&id("c"), None, "q", &shown(&["c"]))
             .await
             .expect("search");
         assert!(store.has_seen(&id("a"), "https://u2/").await.expect("seen"));
         store
-            .record_search(&id("d"), "q", &shown(&["d"]))
+            .record_search(&id("d"), None, "q", &shown(&["d"]))
             .await
             .expect("search");
         assert_eq!(store.active().await.expect("active"), 3);
@@ -166,7 +166,7 @@ async fn redis_sessions_expire_when_idle() {
         .expect("connect"),
     );
     store
-        .record_search(&id("e"), "q", &shown(&["u"]))
+        .record_search(&id("e"), None, "q", &shown(&["u"]))
         .await
         .expect("search");
     tokio::time::sleep(Duration::from_millis(400)).await;

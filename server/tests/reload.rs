@@ -289,7 +289,7 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
     );
     assert!(
         metrics.contains(&format!(
-            "stillweb_index_build_info{{build_id=\"{second}\"}} 1"
+            "stillweb_index_build_info{{build_id=\"{second}\",collection=\"default\"}} 1"
         )),
         "{metrics}"
     );

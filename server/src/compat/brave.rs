@@ -158,6 +158,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::UrlNotSeen
             | ErrorCode::UrlNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::CollectionNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable
             | ErrorCode::PayloadTooLarge

@@ -175,6 +175,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::UrlNotSeen
             | ErrorCode::UrlNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::CollectionNotFound
             | ErrorCode::RouteNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable
@@ -205,6 +206,7 @@ impl ErrorDialect for Errors {
             | ErrorCode::UrlNotSeen
             | ErrorCode::UrlNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::CollectionNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable
             | ErrorCode::Overloaded
@@ -226,6 +228,7 @@ fn crawl_tag(code: ErrorCode) -> &'static str {
         ErrorCode::UrlNotSeen | ErrorCode::SessionRequired => "SOURCE_NOT_AVAILABLE",
         ErrorCode::InvalidRequest
         | ErrorCode::SessionNotFound
+        | ErrorCode::CollectionNotFound
         | ErrorCode::RouteNotFound
         | ErrorCode::MethodNotAllowed
         | ErrorCode::RerankUnavailable

@@ -83,6 +83,7 @@ impl ErrorDialect for Errors {
             ErrorCode::Unauthorized | ErrorCode::Forbidden => "AuthenticationRequiredError",
             ErrorCode::RateLimited => "RateLimitTriggeredError",
             ErrorCode::SessionNotFound
+            | ErrorCode::CollectionNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable
             | ErrorCode::Overloaded

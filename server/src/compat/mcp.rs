@@ -1,6 +1,7 @@
 //! MCP over streamable HTTP at `/mcp`: JSON-RPC requests by `POST`, answered with
 //! `application/json` (no server-initiated stream, so `GET` is 405). Tools: `web_search` and
-//! `visit_web`. The MCP session (`Mcp-Session-Id`, assigned at `initialize`) is the stillweb
+//! `visit_web`; BrowseComp-Plus's `search` and `get_document`; `scholar_search` where the
+//! server has a scholar collection (its papers are read with `visit_web` and the collection). The MCP session (`Mcp-Session-Id`, assigned at `initialize`) is the stillweb
 //! session, so a visit obeys the seen-URL rule of the same MCP session; with a `/s/{session}/mcp`
 //! URL the session is that one. `DELETE /mcp` ends it. Tool failures (an unseen URL, a bad
 //! argument) are tool results with `isError: true`, as the protocol asks, not JSON-RPC errors.
@@ -15,7 +16,8 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
 use crate::routes::dialect::ErrorDialect;
-use crate::service::visit;
+use crate::service::search::answer_in;
+use crate::service::visit::visit_in;
 use crate::service::{Query, answer};
 use crate::session::SessionId;
 use crate::state::AppState;
@@ -28,7 +30,33 @@ fn rpc_error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-fn tools() -> Value {
+/// The tools offered: `scholar_search` only where the server has a scholar collection.
+fn tools(state: &AppState) -> Value {
+    let mut tools = base_tools();
+    if let (Ok(_), Some(list)) = (state.scholar(), tools.as_array_mut()) {
+        let name = &state.config.scholar_collection;
+        list.push(json!({
+            "name": "scholar_search",
+            "description": format!("Search scientific papers (the frozen paper collection `{name}`). Same query syntax as web_search. Read a paper with visit_web, giving the url and \"collection\": \"{name}\"."),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to search for."},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of papers (default 10)."}
+                },
+                "required": ["query"]
+            }
+        }));
+    }
+    tools
+}
+
+/// The page-reading tools' optional `collection` argument.
+fn collection_argument() -> Value {
+    json!({"type": "string", "description": "The collection whose search returned it (default: web search's)."})
+}
+
+fn base_tools() -> Value {
     json!([
         {
             "name": "web_search",
@@ -47,7 +75,10 @@ fn tools() -> Value {
             "description": "Read the full text of a page that an earlier web_search in this session returned.",
             "inputSchema": {
                 "type": "object",
-                "properties": {"url": {"type": "string", "description": "A URL from a search result."}},
+                "properties": {
+                    "url": {"type": "string", "description": "A URL from a search result."},
+                    "collection": collection_argument()
+                },
                 "required": ["url"]
             }
         },
@@ -68,7 +99,10 @@ fn tools() -> Value {
             "description": "Read the full text of a document by the docid an earlier search in this session returned.",
             "inputSchema": {
                 "type": "object",
-                "properties": {"docid": {"type": "string", "description": "A docid from a search result."}},
+                "properties": {
+                    "docid": {"type": "string", "description": "A docid from a search result."},
+                    "collection": collection_argument()
+                },
                 "required": ["docid"]
             }
         }
@@ -206,7 +240,7 @@ async fn handle(
             })
         }
         "ping" => json!({}),
-        "tools/list" => json!({"tools": tools()}),
+        "tools/list" => json!({"tools": tools(state)}),
         "tools/call" => {
             let name = params
                 .and_then(|p| p.get("name"))
@@ -217,7 +251,8 @@ async fn handle(
                 .cloned()
                 .unwrap_or(json!({}));
             match name {
-                "web_search" => web_search(state, session, &arguments).await,
+                "web_search" => web_search(state, session, &arguments, false).await,
+                "scholar_search" => web_search(state, session, &arguments, true).await,
                 "visit_web" => visit_web(state, session, &arguments).await,
                 "search" => search(state, session, &arguments).await,
                 "get_document" => get_document(state, session, &arguments).await,
@@ -231,9 +266,23 @@ async fn handle(
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-async fn web_search(state: &AppState, session: Option<&SessionId>, arguments: &Value) -> Value {
+/// `web_search`, or with `scholar` `scholar_search` (the same over the scholar collection).
+async fn web_search(
+    state: &AppState,
+    session: Option<&SessionId>,
+    arguments: &Value,
+    scholar: bool,
+) -> Value {
     let Some(query) = arguments.get("query").and_then(Value::as_str) else {
         return tool_result("`query` (a string) is required".into(), true, None);
+    };
+    let corpus = match if scholar {
+        state.scholar()
+    } else {
+        Ok(state.corpus())
+    } {
+        Ok(corpus) => corpus,
+        Err(e) => return tool_error(&e),
     };
     let request = Query {
         query: query.to_string(),
@@ -243,7 +292,7 @@ async fn web_search(state: &AppState, session: Option<&SessionId>, arguments: &V
         explain: false,
         mode: None,
     };
-    match answer(state, session, request).await {
+    match answer_in(state, &corpus, session, request).await {
         Ok(answer) => {
             let mut text = String::new();
             for (i, h) in answer.hits.iter().enumerate() {
@@ -270,7 +319,7 @@ async fn web_search(state: &AppState, session: Option<&SessionId>, arguments: &V
                 Some(json!({"results": results})),
             )
         }
-        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+        Err(e) => tool_error(&e),
     }
 }
 
@@ -278,7 +327,7 @@ async fn visit_web(state: &AppState, session: Option<&SessionId>, arguments: &Va
     let Some(url) = arguments.get("url").and_then(Value::as_str) else {
         return tool_result("`url` (a string) is required".into(), true, None);
     };
-    read_page(state, session, url, None).await
+    read_page(state, session, arguments, url, None).await
 }
 
 /// BrowseComp-Plus's `search`: documents as `docid` (the page's URL, unique in the corpus and
@@ -305,7 +354,7 @@ async fn search(state: &AppState, session: Option<&SessionId>, arguments: &Value
             let text = serde_json::to_string_pretty(&results).unwrap_or_default();
             tool_result(text, false, Some(json!({"results": results})))
         }
-        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+        Err(e) => tool_error(&e),
     }
 }
 
@@ -314,14 +363,16 @@ async fn get_document(state: &AppState, session: Option<&SessionId>, arguments: 
     let Some(docid) = arguments.get("docid").and_then(Value::as_str) else {
         return tool_result("`docid` (a string) is required".into(), true, None);
     };
-    read_page(state, session, docid, Some(docid)).await
+    read_page(state, session, arguments, docid, Some(docid)).await
 }
 
-/// A page under the visit rules as a tool's result (with `docid` in its structured content
-/// when asked for by one).
+/// A page under the visit rules, from the collection the arguments name (default: the
+/// request's), as a tool's result (with `docid` in its structured content when asked for by
+/// one).
 async fn read_page(
     state: &AppState,
     session: Option<&SessionId>,
+    arguments: &Value,
     url: &str,
     docid: Option<&str>,
 ) -> Value {
@@ -332,7 +383,16 @@ async fn read_page(
             None,
         );
     };
-    match visit(state, session, url).await {
+    let corpus = match arguments.get("collection") {
+        None | Some(Value::Null) => Ok(state.corpus()),
+        Some(Value::String(name)) => state.collection(name),
+        Some(_) => Err(ApiError::invalid("`collection` must be a string")),
+    };
+    let corpus = match corpus {
+        Ok(corpus) => corpus,
+        Err(e) => return tool_error(&e),
+    };
+    match visit_in(state, &corpus, session, url).await {
         Ok(p) => {
             let text = format!(
                 "Title: {}\nURL: {}\nDate: {}\n\n{}",
@@ -342,8 +402,13 @@ async fn read_page(
                 .map(|id| json!({"docid": id, "title": p.title, "url": p.url, "text": p.text}));
             tool_result(text, false, structured)
         }
-        Err(e) => tool_result(format!("{}: {}", e.code.name(), e.message), true, None),
+        Err(e) => tool_error(&e),
     }
+}
+
+/// A failed tool call's result: the error's code and message.
+fn tool_error(e: &ApiError) -> Value {
+    tool_result(format!("{}: {}", e.code.name(), e.message), true, None)
 }
 
 /// `GET /mcp`: this server opens no server-to-client stream.

@@ -5,6 +5,12 @@
 //! field wins over the same parameter in the query string. Pages are `num` results each, within
 //! the 20 results stillweb ranks. Errors are `{"message", "statusCode"}`, as Serper sends them.
 //!
+//! Serper's Google Scholar, `POST /serper/scholar` (the same parameters, also as a query string
+//! or a `GET`), searches the scholar collection (`--scholar-collection`) and answers
+//! `{"organic": [{"title", "link", "publicationInfo", "snippet", "year", "citedBy",
+//! "position"}]}` ([`scholar_result`] says what fills the fields a corpus lacks); without a
+//! scholar collection it is a 404 naming the flags.
+//!
 //! Serper's page scrape, `POST /serper/scrape {"url", "includeMarkdown"}` → `{"text",
 //! "markdown" (with `includeMarkdown`), "metadata": {"title", "date"}, "url", "credits"}`, reads
 //! a page under the visit rules: only one the session was shown.
@@ -32,13 +38,33 @@ struct SerperRequest {
     kind: String,
 }
 
+/// Which Serper endpoint: web search or Google Scholar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Search,
+    Scholar,
+}
+
 pub async fn search(
     State(state): State<AppState>,
     sources: SessionSources,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match run(&state, sources, query.as_deref(), &body).await {
+    match run(&state, Engine::Search, sources, query.as_deref(), &body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `/serper/scholar`: Serper's Google Scholar search, over the scholar collection.
+pub async fn scholar(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match run(&state, Engine::Scholar, sources, query.as_deref(), &body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -104,12 +130,16 @@ fn parse_request(query: Option<&str>, body: &[u8]) -> Result<SerperRequest, ApiE
 
 async fn run(
     state: &AppState,
+    engine: Engine,
     sources: SessionSources,
     query: Option<&str>,
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let request = parse_request(query, body)?;
     let session = sources.resolve(None)?;
+    if engine == Engine::Scholar {
+        state.choose_scholar()?;
+    }
     let (num, page) = (request.num, request.page);
     let start = (page - 1).saturating_mul(num);
     let k = start.saturating_add(num).min(MAX_K);
@@ -130,23 +160,30 @@ async fn run(
         .into_iter()
         .enumerate()
         .skip(usize::try_from(start).unwrap_or(usize::MAX))
-        .map(|(i, h)| {
-            let mut item = json!({
-                "title": h.title,
-                "link": h.url,
-                "snippet": h.snippet,
-                "position": i + 1,
-            });
-            if !h.date.is_empty() {
-                item["date"] = h.date.into();
+        .map(|(i, h)| match engine {
+            Engine::Search => {
+                let mut item = json!({
+                    "title": h.title,
+                    "link": h.url,
+                    "snippet": h.snippet,
+                    "position": i + 1,
+                });
+                if !h.date.is_empty() {
+                    item["date"] = h.date.into();
+                }
+                item
             }
-            item
+            Engine::Scholar => scholar_result(h, i + 1),
         })
         .collect();
+    let kind = match engine {
+        Engine::Search => request.kind,
+        Engine::Scholar => "scholar".to_string(),
+    };
     Ok(Json(json!({
         "searchParameters": {
             "q": request.q,
-            "type": request.kind,
+            "type": kind,
             "num": num,
             "page": page,
             "engine": "stillweb",
@@ -155,6 +192,35 @@ async fn run(
         "credits": 1,
     }))
     .into_response())
+}
+
+/// One Google Scholar result in Serper's shape. What a corpus page does not know gets a neutral
+/// value rather than a missing field (clients index them): `year` from the page's date (`null`
+/// without one), `citedBy` 0, and `publicationInfo` the link's host, after the year when there
+/// is one (Scholar's "authors - venue, year - host" without authors or venue).
+fn scholar_result(hit: stillweb_index::Hit, position: usize) -> Value {
+    let year: Option<i64> = hit
+        .date
+        .get(..4)
+        .filter(|y| y.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|y| y.parse().ok());
+    let host = url::Url::parse(&hit.url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default();
+    let publication_info = match year {
+        Some(year) => format!("{year} - {host}"),
+        None => host,
+    };
+    json!({
+        "title": hit.title,
+        "link": hit.url,
+        "publicationInfo": publication_info,
+        "snippet": hit.snippet,
+        "year": year,
+        "citedBy": 0,
+        "position": position,
+    })
 }
 
 pub async fn scrape(

@@ -167,6 +167,7 @@ impl ErrorDialect for Errors {
             ErrorCode::UrlNotSeen
             | ErrorCode::UrlNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::CollectionNotFound
             | ErrorCode::RouteNotFound
             | ErrorCode::MethodNotAllowed
             | ErrorCode::RerankUnavailable

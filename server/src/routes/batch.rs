@@ -18,6 +18,9 @@ pub struct BatchRequest {
     pub queries: Vec<Query>,
     #[serde(default)]
     pub session: Option<String>,
+    /// The collection every query searches (default: the path's `/c/{name}/`, else the first).
+    #[serde(default)]
+    pub collection: Option<String>,
 }
 
 /// One entry of a batch response: the search response, or the error that query got.
@@ -39,6 +42,7 @@ pub async fn batch(
     ApiJson(request): ApiJson<BatchRequest>,
 ) -> Result<Json<BatchResponse>, ApiError> {
     let session = sources.resolve(request.session.as_deref())?;
+    state.choose(request.collection.as_deref())?;
     let max = state.config.max_batch;
     if request.queries.is_empty() || request.queries.len() > max {
         return Err(ApiError::invalid(format!(

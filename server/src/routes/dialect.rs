@@ -50,6 +50,7 @@ pub fn native_status(code: ErrorCode) -> StatusCode {
         ErrorCode::UrlNotSeen => StatusCode::FORBIDDEN,
         ErrorCode::UrlNotFound => StatusCode::NOT_FOUND,
         ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::CollectionNotFound => StatusCode::NOT_FOUND,
         ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
         ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorCode::RerankUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
@@ -106,11 +107,13 @@ impl Dialect {
     /// The dialect of the route `path` belongs to, by its first segment after an optional
     /// `/s/{session}` prefix.
     pub fn of(path: &str) -> Dialect {
-        let path = path.trim_start_matches('/');
-        let rest = match path.strip_prefix("s/") {
-            Some(after) => after.split_once('/').map_or("", |(_, rest)| rest),
-            None => path,
-        };
+        // Past the `/c/{collection}` and `/s/{session}` prefixes, in that order.
+        let mut rest = path.trim_start_matches('/');
+        for prefix in ["c/", "s/"] {
+            if let Some(after) = rest.strip_prefix(prefix) {
+                rest = after.split_once('/').map_or("", |(_, rest)| rest);
+            }
+        }
         match rest.split('/').next().unwrap_or_default() {
             "retrieve" | "access" | "search-r1" => Dialect::SearchR1,
             "serper" => Dialect::Serper,
@@ -148,6 +151,9 @@ mod tests {
         assert_eq!(Dialect::of("/mcp"), Dialect::Mcp);
         assert_eq!(Dialect::of("/v1/search"), Dialect::Native);
         assert_eq!(Dialect::of("/s/x"), Dialect::Native);
+        assert_eq!(Dialect::of("/c/scholar/serper/scholar"), Dialect::Serper);
+        assert_eq!(Dialect::of("/c/web/s/ep-1/retrieve"), Dialect::SearchR1);
+        assert_eq!(Dialect::of("/c/web/mcp"), Dialect::Mcp);
         assert_eq!(Dialect::of("/"), Dialect::Native);
     }
 }

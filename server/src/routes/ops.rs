@@ -59,28 +59,33 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
     let method = request.method().to_string();
     let response = match admit(&state, &route, request).await {
         Ok((request, _slot)) => {
-            // The whole request runs on the build serving as it starts, and names it.
-            let corpus = state.corpus();
-            let build = HeaderValue::from_str(corpus.build_id()).ok();
-            let run = crate::state::on_corpus(corpus, next.run(request));
-            let mut response = match tokio::time::timeout(state.config.request_timeout, run).await {
-                Ok(response) => response,
-                Err(_) => {
-                    state.metrics.rejection("timeout");
-                    ApiError::new(
-                    ErrorCode::Timeout,
-                    format!(
-                        "the request took longer than {} s (--request-timeout-secs; a batch's searches share it)",
-                        state.config.request_timeout.as_secs()
-                    ),
-                )
-                .into_response()
+            // The whole request runs on the builds serving as it starts, and names the one of
+            // the collection it searched.
+            match state.request(path_collection(request.uri().path())) {
+                Ok(taken) => {
+                    let run = crate::state::on_corpora(taken, next.run(request));
+                    match tokio::time::timeout(state.config.request_timeout, run).await {
+                        Ok((mut response, corpus)) => {
+                            if let Ok(build) = HeaderValue::from_str(corpus.build_id()) {
+                                response.headers_mut().insert(BUILD_HEADER, build);
+                            }
+                            response
+                        }
+                        Err(_) => {
+                            state.metrics.rejection("timeout");
+                            ApiError::new(
+                                ErrorCode::Timeout,
+                                format!(
+                                    "the request took longer than {} s (--request-timeout-secs; a batch's searches share it)",
+                                    state.config.request_timeout.as_secs()
+                                ),
+                            )
+                            .into_response()
+                        }
+                    }
                 }
-            };
-            if let Some(build) = build {
-                response.headers_mut().insert(BUILD_HEADER, build);
+                Err(unknown) => unknown.into_response(),
             }
-            response
         }
         Err(refusal) => refusal,
     };
@@ -91,6 +96,12 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         started.elapsed(),
     );
     response
+}
+
+/// The collection a `/c/{name}/...` path names.
+fn path_collection(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/c/")?;
+    Some(rest.split_once('/').map_or(rest, |(name, _)| name))
 }
 
 /// The request with its body read, and the in-flight slot it holds until the caller drops it
@@ -214,7 +225,12 @@ fn refused(state: &AppState, refusal: Refusal) -> Response {
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = state.metrics.render(state.sessions.active().await.ok());
-    crate::metrics::render_build(&mut text, &state.build_id(), state.metrics.swaps());
+    let corpora = state.corpora();
+    let builds: Vec<(&str, &str)> = corpora
+        .iter()
+        .map(|c| (c.collection(), c.build_id()))
+        .collect();
+    crate::metrics::render_builds(&mut text, &builds, state.metrics.swaps());
     let mut batchers = Vec::new();
     if let Some(reranker) = state.corpus().reranker() {
         batchers.push(("reranker", reranker.batch_stats()));
@@ -267,10 +283,35 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         index["shards"] = json!(shards);
     }
     let config = &state.config;
+    let collections: Vec<Value> = state
+        .corpora()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            json!({
+                "name": c.collection(),
+                "default": i == 0,
+                "build_id": c.build_id(),
+                "corpus": c.info.corpus_name,
+                "documents": c.info.documents,
+                "chunks": c.info.chunks,
+                "dense": c.info.dense.is_some(),
+                "mode": c.mode,
+                "overlays": c.info.overlays.len(),
+                "shards": c.shards().count(),
+            })
+        })
+        .collect();
+    let scholar = collections
+        .iter()
+        .any(|c| c["name"] == config.scholar_collection.as_str())
+        .then_some(config.scholar_collection.as_str());
     Json(json!({
         "service": "stillweb",
         "version": env!("CARGO_PKG_VERSION"),
         "index": index,
+        "collections": collections,
+        "scholar_collection": scholar,
         "models": {
             "embedder": state.corpus().embedder_id(),
             "reranker": state.corpus().reranker_id(),
@@ -278,9 +319,9 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "execution_provider": config.provider.to_string(),
         },
         "search": {
-            "mode": config.mode,
+            "mode": corpus.mode,
             "candidates": config.search.candidates,
-            "weights": config.search.weights,
+            "weights": corpus.mode.weights(),
             "rerank_pool": config.search.rerank_pool,
             "max_rerank_pool": config.max_rerank_pool,
         },

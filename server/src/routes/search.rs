@@ -36,6 +36,9 @@ pub struct SearchRequest {
     /// `bm25`, `dense` or `hybrid` for this query (default: the server's `--mode`).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The collection to search (default: the path's `/c/{name}/`, else the first).
+    #[serde(default)]
+    pub collection: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -61,6 +64,8 @@ pub struct SearchResponse {
     pub reranked: bool,
     /// Build id of the index that answered.
     pub index: String,
+    /// The collection searched (`default` for the one corpus of `--index`).
+    pub collection: String,
     /// With `"explain": true`: the weights, the fusion and each signal's normalisation range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<ExplainContext>,
@@ -72,6 +77,7 @@ pub async fn search(
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Response, ApiError> {
     let session = sources.resolve(request.session.as_deref())?;
+    state.choose(request.collection.as_deref())?;
     let query = Query {
         query: request.query,
         k: request.k,
@@ -91,6 +97,7 @@ pub async fn search(
 
 /// The native response to one answered query.
 pub fn native_response(answer: Answer) -> SearchResponse {
+    let collection = answer.collection().to_string();
     let (context, mut explanations) = match answer.explained {
         Some(e) => (
             Some(e.context),
@@ -99,6 +106,7 @@ pub fn native_response(answer: Answer) -> SearchResponse {
         None => (None, HashMap::new()),
     };
     SearchResponse {
+        collection,
         results: answer
             .hits
             .into_iter()

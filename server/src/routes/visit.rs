@@ -18,6 +18,10 @@ pub struct VisitRequest {
     /// Also return the page's chunk spans (`chunks`).
     #[serde(default)]
     pub chunks: bool,
+    /// The collection whose search showed the URL (default: the path's `/c/{name}/`, else the
+    /// first).
+    #[serde(default)]
+    pub collection: Option<String>,
 }
 
 pub async fn visit(
@@ -25,6 +29,7 @@ pub async fn visit(
     sources: SessionSources,
     ApiJson(request): ApiJson<VisitRequest>,
 ) -> Result<Json<Page>, ApiError> {
+    state.choose(request.collection.as_deref())?;
     let Some(session) = sources.resolve(request.session.as_deref())? else {
         return Err(ApiError::new(
             ErrorCode::SessionRequired,

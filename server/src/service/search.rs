@@ -13,7 +13,7 @@ use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
 
 use super::limits::check_kept;
 use super::models::ServerModels;
-use crate::corpus::Corpus;
+use crate::corpus::{Corpus, seen_key};
 use crate::error::{ApiError, ErrorCode};
 use crate::session::SessionId;
 use crate::state::AppState;
@@ -56,6 +56,17 @@ pub struct Answer {
     pub explained: Option<stillweb_index::search::explain::Explained>,
     /// The build that answered (a reload may have swapped it since).
     pub build_id: String,
+    /// The collection searched (`None`: the one corpus of `--index`).
+    pub collection: Option<Arc<str>>,
+}
+
+impl Answer {
+    /// The collection searched, as requests name it.
+    pub fn collection(&self) -> &str {
+        self.collection
+            .as_deref()
+            .unwrap_or(crate::config::DEFAULT_COLLECTION)
+    }
 }
 
 /// Most operators (phrases, `site:`, `-term`, each `OR` alternative) one query may hold: each is
@@ -70,7 +81,17 @@ pub async fn answer(
     session: Option<&SessionId>,
     request: Query,
 ) -> Result<Answer, ApiError> {
-    let answer = search(state, request).await?;
+    answer_in(state, &state.corpus(), session, request).await
+}
+
+/// [`answer`] in `corpus` (a collection other than the request's).
+pub async fn answer_in(
+    state: &AppState,
+    corpus: &Corpus,
+    session: Option<&SessionId>,
+    request: Query,
+) -> Result<Answer, ApiError> {
+    let answer = search_on(state, corpus, request).await?;
     if let Some(session) = session {
         record(state, session, &answer).await?;
     }
@@ -107,6 +128,7 @@ async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<
         k: usize::try_from(k).unwrap_or(1),
         rerank_pool: rerank_pool(state, corpus, request.rerank, request.rerank_pool)?,
         explain: request.explain,
+        weights: corpus.mode.weights(),
         ..state.config.search.clone()
     };
     if let Some(mode) = &request.mode {
@@ -134,6 +156,7 @@ async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<
         timing,
         explained,
         build_id: corpus.build_id().to_string(),
+        collection: corpus.named().cloned(),
     })
 }
 
@@ -162,14 +185,18 @@ pub async fn record(
     session: &SessionId,
     answer: &Answer,
 ) -> Result<(), ApiError> {
+    let collection = answer.collection.as_deref();
     let shown: Vec<(String, String)> = answer
         .hits
         .iter()
-        .filter_map(|h| normalize_url(&h.url).ok().map(|key| (h.url.clone(), key)))
+        .filter_map(|h| {
+            let key = normalize_url(&h.url).ok()?;
+            Some((h.url.clone(), seen_key(collection, &key)))
+        })
         .collect();
     state
         .sessions
-        .record_search(session, &answer.query, &shown)
+        .record_search(session, collection, &answer.query, &shown)
         .await?;
     if let Some(gold) = &state.config.gold {
         let urls: Vec<String> = answer.hits.iter().map(|h| h.url.clone()).collect();
@@ -234,8 +261,13 @@ pub async fn run_search(
     query: ParsedQuery,
     params: SearchParams,
 ) -> Result<Timed, ApiError> {
-    // Keyed by build: an entry of one build is never served for another.
-    let key = format!("{}\u{1}{params:?}\u{1}{query:?}", corpus.build_id());
+    // Keyed by collection and build: an entry of one build is never served for another.
+    let key = format!(
+        "{}\u{1}{}\u{1}{params:?}\u{1}{query:?}",
+        corpus.collection(),
+        corpus.build_id()
+    );
+    state.metrics.search(corpus.collection());
     if let Some(results) = state.results.get(&key) {
         state.metrics.cache("results", true);
         return Ok(Timed {

@@ -5,6 +5,7 @@ use serde::Serialize;
 use stillweb_corpus::url_norm::normalize_url;
 
 use super::limits::{MAX_URL_CHARS, check_kept};
+use crate::corpus::{Corpus, seen_key};
 use crate::error::{ApiError, ErrorCode};
 use crate::session::SessionId;
 use crate::state::AppState;
@@ -50,15 +51,29 @@ impl Page {
 /// [`page`], with the attempt and its outcome (`ok` or the error code) written to the
 /// session's transcript. Every endpoint that visits goes through here.
 pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
+    visit_in(state, &state.corpus(), session, url).await
+}
+
+/// [`visit`] in `corpus` (a collection other than the request's).
+pub async fn visit_in(
+    state: &AppState,
+    corpus: &Corpus,
+    session: &SessionId,
+    url: &str,
+) -> Result<Page, ApiError> {
     // An over-long URL is refused before anything is kept of it.
     check_kept("`url`", url, MAX_URL_CHARS)?;
-    let result = page(state, session, url).await;
+    let result = page(state, corpus, session, url).await;
     let outcome = match &result {
         Ok(_) => "ok".to_string(),
         Err(e) => e.code.name(),
     };
     // Fail closed: a visit the transcript cannot show is not answered either.
-    state.sessions.record_visit(session, url, &outcome).await?;
+    let collection = corpus.named().map(|name| &**name);
+    state
+        .sessions
+        .record_visit(session, collection, url, &outcome)
+        .await?;
     if let (Ok(_), Some(gold)) = (&result, &state.config.gold)
         && gold.note_visited(&session.member(), url)
     {
@@ -67,22 +82,40 @@ pub async fn visit(state: &AppState, session: &SessionId, url: &str) -> Result<P
     result
 }
 
-/// The page at `url`, if it is in the corpus and `session` was shown it.
-async fn page(state: &AppState, session: &SessionId, url: &str) -> Result<Page, ApiError> {
+/// The page at `url`, if it is in `corpus` and `session` was shown it from there.
+async fn page(
+    state: &AppState,
+    corpus: &Corpus,
+    session: &SessionId,
+    url: &str,
+) -> Result<Page, ApiError> {
     let key = normalize_url(url).map_err(|e| ApiError::invalid(format!("`url`: {e}")))?;
-    let doc = state.corpus().page(&state.pool, &key).await?;
+    let doc = corpus.page(&state.pool, &key).await?;
+    let named = corpus.named().map(|name| &**name);
     let Some(doc) = doc else {
         return Err(ApiError::new(
             ErrorCode::UrlNotFound,
-            format!("{url} is not in this corpus"),
+            match named {
+                Some(name) => format!("{url} is not in collection `{name}`"),
+                None => format!("{url} is not in this corpus"),
+            },
         ));
     };
-    if !state.sessions.has_seen(session, &key).await? {
+    if !state
+        .sessions
+        .has_seen(session, &seen_key(named, &key))
+        .await?
+    {
         return Err(ApiError::new(
             ErrorCode::UrlNotSeen,
-            format!(
-                "{url} was not in any search result shown to session `{session}`; search for it first"
-            ),
+            match named {
+                Some(name) => format!(
+                    "{url} was not in any search result of collection `{name}` shown to session `{session}`; search for it there first"
+                ),
+                None => format!(
+                    "{url} was not in any search result shown to session `{session}`; search for it first"
+                ),
+            },
         ));
     }
     Ok(Page {

@@ -76,46 +76,18 @@ impl MemorySessions {
         }
     }
 
-    /// Records a search in `session`'s transcript and makes its results visitable: `urls` are
-    /// (as shown, normalised key) pairs in rank order.
-    pub fn record_search(
-        &self,
-        session: &str,
-        query: &str,
-        urls: &[(String, String)],
-        now: Instant,
-        at: SystemTime,
-    ) {
-        self.record(session, urls.iter().map(|(_, key)| key.clone()), now);
-        self.log(
-            session,
-            Event::Search {
-                at: rfc3339(at),
-                query: query.to_string(),
-                urls: urls.iter().map(|(shown, _)| shown.clone()).collect(),
-            },
-        );
+    /// Records a search (`event`) in `session`'s transcript and makes its results visitable by
+    /// their `keys`.
+    pub fn record_search(&self, session: &str, event: Event, keys: &[&str], now: Instant) {
+        self.record(session, keys.iter().map(|key| key.to_string()), now);
+        self.log(session, event);
     }
 
-    /// Records a visit attempt in the transcript of `session`, if the session exists (a use
-    /// of it, as every call on a session is).
-    pub fn record_visit(
-        &self,
-        session: &str,
-        url: &str,
-        outcome: &str,
-        now: Instant,
-        at: SystemTime,
-    ) {
+    /// Records a visit attempt (`event`) in the transcript of `session`, if the session exists
+    /// (a use of it, as every call on a session is).
+    pub fn record_visit(&self, session: &str, event: Event, now: Instant) {
         touch(&mut self.lock(), session, now);
-        self.log(
-            session,
-            Event::Visit {
-                at: rfc3339(at),
-                url: url.to_string(),
-                outcome: outcome.to_string(),
-            },
-        );
+        self.log(session, event);
     }
 
     fn log(&self, session: &str, event: Event) {
@@ -269,28 +241,33 @@ mod tests {
     fn transcripts_record_searches_and_visits_in_order_and_end() {
         let s = store(60, 10, 10);
         let t = Instant::now();
-        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_460_800_123);
-        let shown = [("https://a.org/X".to_string(), "https://a.org/X".to_string())];
-        s.record_search("e", "first query", &shown, t, at);
-        s.record_visit("e", "https://a.org/X", "ok", t, at);
-        s.record_visit("nobody", "https://a.org/X", "url_not_seen", t, at);
+        let at = rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_460_800_123));
+        let search = Event::Search {
+            at: at.clone(),
+            collection: None,
+            query: "first query".into(),
+            urls: vec!["https://a.org/X".into()],
+        };
+        let visit = |url: &str, outcome: &str| Event::Visit {
+            at: at.clone(),
+            collection: None,
+            url: url.into(),
+            outcome: outcome.into(),
+        };
+        s.record_search("e", search.clone(), &["https://a.org/X"], t);
+        s.record_visit("e", visit("https://a.org/X", "ok"), t);
+        s.record_visit("nobody", visit("https://a.org/X", "url_not_seen"), t);
         let transcript = s.transcript("e", t).expect("alive");
         assert_eq!(transcript.events.len(), 2);
-        assert_eq!(
-            transcript.events[0],
-            Event::Search {
-                at: "2025-11-30T00:00:00.123Z".into(),
-                query: "first query".into(),
-                urls: vec!["https://a.org/X".into()],
-            }
-        );
+        assert_eq!(transcript.events[0], search);
+        assert_eq!(at, "2025-11-30T00:00:00.123Z");
         assert!(
             s.transcript("nobody", t).is_none(),
             "visits do not create sessions"
         );
         // Bounded: the oldest entries go first, and are counted.
         for i in 0..3 {
-            s.record_visit("e", &format!("u{i}"), "ok", t, at);
+            s.record_visit("e", visit(&format!("u{i}"), "ok"), t);
         }
         let transcript = s.transcript("e", t).expect("alive");
         assert_eq!(transcript.events.len(), 3);

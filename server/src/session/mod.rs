@@ -87,39 +87,55 @@ pub enum Sessions {
 }
 
 impl Sessions {
-    /// Records a search in `session`'s transcript and makes its results visitable: `urls` are
-    /// (as shown, normalised key) pairs in rank order.
+    /// Records a search of `collection` (`None`: the unnamed one) in `session`'s transcript
+    /// and makes its results visitable: `urls` are (as shown, key it is visited by) pairs in
+    /// rank order.
     pub async fn record_search(
         &self,
         session: &SessionId,
+        collection: Option<&str>,
         query: &str,
         urls: &[(String, String)],
     ) -> Result<(), Unavailable> {
         let (at, session) = (SystemTime::now(), session.member());
+        let event = Event::Search {
+            at: rfc3339(at),
+            collection: collection.map(str::to_string),
+            query: query.to_string(),
+            urls: urls.iter().map(|(shown, _)| shown.clone()).collect(),
+        };
+        let keys: Vec<&str> = urls.iter().map(|(_, key)| key.as_str()).collect();
         match self {
             Sessions::Memory(m) => {
-                m.record_search(&session, query, urls, Instant::now(), at);
+                m.record_search(&session, event, &keys, Instant::now());
                 Ok(())
             }
-            Sessions::Redis(r) => r.record_search(&session, query, urls, at).await,
+            Sessions::Redis(r) => r.record_search(&session, event, &keys, at).await,
         }
     }
 
-    /// Records a visit attempt (`outcome`: `ok` or the error code) in the transcript of
-    /// `session`, if the session exists.
+    /// Records a visit attempt in `collection` (`outcome`: `ok` or the error code) in the
+    /// transcript of `session`, if the session exists.
     pub async fn record_visit(
         &self,
         session: &SessionId,
+        collection: Option<&str>,
         url: &str,
         outcome: &str,
     ) -> Result<(), Unavailable> {
         let (at, session) = (SystemTime::now(), session.member());
+        let event = Event::Visit {
+            at: rfc3339(at),
+            collection: collection.map(str::to_string),
+            url: url.to_string(),
+            outcome: outcome.to_string(),
+        };
         match self {
             Sessions::Memory(m) => {
-                m.record_visit(&session, url, outcome, Instant::now(), at);
+                m.record_visit(&session, event, Instant::now());
                 Ok(())
             }
-            Sessions::Redis(r) => r.record_visit(&session, url, outcome, at).await,
+            Sessions::Redis(r) => r.record_visit(&session, event).await,
         }
     }
 
@@ -232,12 +248,18 @@ pub enum Event {
     /// A search and the URLs it showed, in rank order.
     Search {
         at: String,
+        /// The collection searched (absent for the one corpus of `--index`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        collection: Option<String>,
         query: String,
         urls: Vec<String>,
     },
     /// A visit and how it ended: `ok` or the error code.
     Visit {
         at: String,
+        /// The collection visited (absent for the one corpus of `--index`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        collection: Option<String>,
         url: String,
         outcome: String,
     },

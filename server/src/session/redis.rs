@@ -241,15 +241,10 @@ impl RedisSessions {
     pub async fn record_search(
         &self,
         session: &str,
-        query: &str,
-        urls: &[(String, String)],
+        event: Event,
+        keys: &[&str],
         at: SystemTime,
     ) -> Result<(), Unavailable> {
-        let event = Event::Search {
-            at: rfc3339(at),
-            query: query.to_string(),
-            urls: urls.iter().map(|(shown, _)| shown.clone()).collect(),
-        };
         let (ttl, max_urls, max_events, started, event) = (
             self.ttl_ms().to_string(),
             self.limits.max_urls_per_session.max(1).to_string(),
@@ -264,7 +259,7 @@ impl RedisSessions {
             started.as_str(),
             event.as_str(),
         ];
-        args.extend(urls.iter().map(|(_, key)| key.as_str()));
+        args.extend_from_slice(keys);
         let (created,): (i64,) = self
             .run(&self.script(RECORD_SEARCH, session, &args, true))
             .await?;
@@ -301,18 +296,7 @@ impl RedisSessions {
         self.run::<()>(&delete).await
     }
 
-    pub async fn record_visit(
-        &self,
-        session: &str,
-        url: &str,
-        outcome: &str,
-        at: SystemTime,
-    ) -> Result<(), Unavailable> {
-        let event = Event::Visit {
-            at: rfc3339(at),
-            url: url.to_string(),
-            outcome: outcome.to_string(),
-        };
+    pub async fn record_visit(&self, session: &str, event: Event) -> Result<(), Unavailable> {
         let event = serde_json::to_string(&event).map_err(|e| self.unavailable(e))?;
         let (ttl, max_events) = (
             self.ttl_ms().to_string(),

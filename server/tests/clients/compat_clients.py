@@ -11,6 +11,8 @@ import sys
 import requests
 
 BASE = sys.argv[1].rstrip("/")
+# `scholar` when the server has a scholar collection (its tools and routes are then checked).
+SCHOLAR = sys.argv[2:] == ["scholar"]
 ANARCHISM = "https://en.wikipedia.org/wiki/Anarchism"
 # In the corpus, but never in the results of the searches below: visiting it must be refused.
 UNSEEN = "https://techbrief.example/2022/news-drekev-labs-program-update-0"
@@ -74,7 +76,8 @@ async def mcp_client():
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name for t in (await session.list_tools()).tools}
-            check(tools == {"web_search", "visit_web", "search", "get_document"}, f"mcp tools: {tools}")
+            expected = {"web_search", "visit_web", "search", "get_document"} | ({"scholar_search"} if SCHOLAR else set())
+            check(tools == expected, f"mcp tools: {tools}")
             found = await session.call_tool("web_search", {"query": "Anarchism", "k": 3})
             check(not found.isError and ANARCHISM in found.content[0].text, f"mcp search: {found}")
             page = await session.call_tool("visit_web", {"url": ANARCHISM})
@@ -91,9 +94,29 @@ async def mcp_client():
                   and len(document.structuredContent["text"]) > 1000, f"mcp get_document: {document}")
             refused = await session.call_tool("get_document", {"docid": UNSEEN})
             check(refused.isError and "url_not_seen" in refused.content[0].text, f"mcp get_document unseen: {refused}")
+            if not SCHOLAR:
+                return
+            # The scholar collection (the server's second): its papers are read from it alone.
+            papers = await session.call_tool("scholar_search", {"query": "Plato", "k": 2})
+            paper = papers.structuredContent["results"][0]["url"] if not papers.isError else None
+            check(paper is not None, f"mcp scholar_search: {papers}")
+            read = await session.call_tool("visit_web", {"url": paper, "collection": "scholar"})
+            check(not read.isError and "Title:" in read.content[0].text, f"mcp scholar paper: {read}")
+            unknown = await session.call_tool("visit_web", {"url": paper, "collection": "nope"})
+            check(unknown.isError and "collection_not_found" in unknown.content[0].text, f"mcp unknown collection: {unknown}")
 
 
 def documented_requests():
+    # Serper Scholar, from its documentation: POST https://google.serper.dev/scholar.
+    response = requests.post(f"{BASE}/serper/scholar", headers={"X-API-KEY": "serper-key"},
+                             json={"q": "Aristotle"})
+    body = response.json()
+    if SCHOLAR:
+        check(body["searchParameters"]["type"] == "scholar" and body["organic"], f"serper scholar: {body}")
+        check(all({"title", "link", "publicationInfo", "snippet", "year", "citedBy", "position"} <= set(o)
+                  for o in body["organic"]), f"serper scholar fields: {body}")
+    else:
+        check(response.status_code == 404 and "--scholar-collection" in body["message"], f"no scholar: {body}")
     # Serper, from its documentation: POST https://google.serper.dev/search with X-API-KEY.
     response = requests.request("POST", f"{BASE}/serper/search",
                                 headers={"X-API-KEY": "serper-key", "Content-Type": "application/json"},
