@@ -3,14 +3,13 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use stillweb_server::{AppState, app};
-use support::{agent, call, call_with, code, samples_index, spawn_server, state};
+use support::{agent, call, call_with, code, qwen3_fixture, samples_index, spawn_server, state};
 use tower::ServiceExt;
 
 #[tokio::test]
@@ -248,12 +247,6 @@ fn server_refuses_a_missing_index_with_a_clear_message() {
             && stderr.contains("stillweb-indexer build"),
         "{stderr}"
     );
-}
-
-/// The random-weight Qwen3 reranker fixture, if `models/make-fixtures` has built it.
-fn qwen3_fixture() -> Option<PathBuf> {
-    let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
-    support::fetched(&dir.join("model.toml"), "models/make-fixtures").then_some(dir)
 }
 
 #[tokio::test]
@@ -769,7 +762,7 @@ async fn metrics_info_request_ids_timing_and_caches() {
     )
     .expect("utf8");
     for line in [
-        "stillweb_http_requests_total{route=\"/v1/search\",method=\"POST\",status=\"200\"} 2",
+        "stillweb_http_requests_total{method=\"POST\",route=\"/v1/search\",status=\"200\"} 2",
         "stillweb_search_stage_seconds_count{stage=\"candidates\"} 1",
         "stillweb_search_stage_seconds_count{stage=\"chunks\"} 1",
         "stillweb_cache_lookups_total{cache=\"results\",result=\"hit\"} 1",

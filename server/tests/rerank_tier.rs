@@ -8,12 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{fetched, post, samples_index, spawn_server};
-
-fn qwen3_fixture() -> Option<std::path::PathBuf> {
-    let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
-    fetched(&dir.join("model.toml"), "models/make-fixtures").then_some(dir)
-}
+use support::{post, qwen3_fixture, samples_index, spawn_server};
 
 const QUERIES: [&str; 4] = [
     "Anarchism",

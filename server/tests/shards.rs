@@ -383,3 +383,94 @@ fn queries_text() -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Every metric the Grafana dashboard (`deploy/grafana/stillweb.json`) and the alert rules
+/// (`deploy/prometheus/stillweb-alerts.yaml`) query is one a real coordinator exports: a
+/// coordinator with gold labels and the reranker fixture serves a session (searches, a repeat, a
+/// visit, an unseen visit, a body too large), then its `/metrics` must hold a sample of each name
+/// the queries use. Their PromQL syntax is promtool's to check (`scripts/deploy-checks`).
+#[test]
+fn the_dashboards_and_alerts_query_metrics_a_coordinator_exports() {
+    let (Some(set), Some(data)) = (shard_set(), shared_data()) else {
+        return;
+    };
+    let Some(reranker) = support::qwen3_fixture() else {
+        return;
+    };
+    let items = data.join("fabricated/items.jsonl");
+    let cluster = cluster(
+        set,
+        &[
+            "--gold",
+            items.to_str().expect("path"),
+            "--reranker",
+            reranker.to_str().expect("path"),
+        ],
+    );
+    let base = &cluster.coordinator.url;
+    let search = json!({"query": "Anarchism", "session": "dash-1"});
+    for _ in 0..2 {
+        let (status, body) = post(base, "/v1/search", search.clone());
+        assert_eq!(status, 200, "{body}");
+    }
+    let (_, found) = post(base, "/v1/search", search);
+    let url = found["results"][0]["url"].as_str().expect("url");
+    let (status, _) = post(base, "/v1/visit", json!({"url": url, "session": "dash-1"}));
+    assert_eq!(status, 200);
+    let unseen = json!({"url": url, "session": "dash-2"});
+    assert_eq!(post(base, "/v1/visit", unseen).0, 403);
+    let huge = json!({"query": "x".repeat(2 << 20)});
+    assert_eq!(post(base, "/v1/search", huge).0, 413);
+
+    let text = support::agent()
+        .get(&format!("{base}/metrics"))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    let exported: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("deploy/grafana/stillweb.json")).expect("dashboard"),
+    )
+    .expect("dashboard JSON");
+    let mut queries: Vec<String> = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        let targets = panel["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{} has no query", panel["title"]);
+        queries.extend(
+            targets
+                .iter()
+                .map(|t| t["expr"].as_str().expect("expr").to_string()),
+        );
+    }
+    let rules: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(repo().join("deploy/prometheus/stillweb-alerts.yaml"))
+            .expect("alerts"),
+    )
+    .expect("alert YAML");
+    for group in rules["groups"].as_array().expect("groups") {
+        for rule in group["rules"].as_array().expect("rules") {
+            queries.push(rule["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    let mut named = 0;
+    for query in &queries {
+        for (at, _) in query.match_indices("stillweb_") {
+            let name: String = query[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                exported.contains(name.as_str()),
+                "`{name}` (in {query}) is not exported; /metrics has {exported:?}"
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 20, "{named} metric names in the queries");
+}

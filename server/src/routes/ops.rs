@@ -14,6 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::access::{Caller, Guard, Refusal};
 use crate::error::{ApiError, ErrorCode};
+use crate::metrics::Scrape;
 use crate::routes::dialect::Dialect;
 use crate::sharding::protocol::BUILD_HEADER;
 use crate::state::AppState;
@@ -95,6 +96,9 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         response.status().as_u16(),
         started.elapsed(),
     );
+    if let Some(error) = response.extensions().get::<ApiError>() {
+        state.metrics.error(error.code.as_str());
+    }
     response
 }
 
@@ -224,27 +228,39 @@ fn refused(state: &AppState, refusal: Refusal) -> Response {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let mut text = state.metrics.render(state.sessions.active().await.ok());
     let corpora = state.corpora();
-    let builds: Vec<(&str, &str)> = corpora
-        .iter()
-        .map(|c| (c.collection(), c.build_id()))
-        .collect();
-    crate::metrics::render_builds(&mut text, &builds, state.metrics.swaps());
+    let default = &corpora[0];
     let mut batchers = Vec::new();
-    if let Some(reranker) = state.corpus().reranker() {
+    if let Some(reranker) = default.reranker() {
         batchers.push(("reranker", reranker.batch_stats()));
     }
-    if let Some(stats) = state.corpus().embedder().and_then(|e| e.batch_stats()) {
+    if let Some(stats) = default.embedder().and_then(|e| e.batch_stats()) {
         batchers.push(("query_embedder", stats));
     }
-    crate::metrics::render_batches(&mut text, &batchers);
+    let scrape = Scrape {
+        active_sessions: state.sessions.active().await.ok(),
+        builds: corpora
+            .iter()
+            .map(|c| (c.collection(), c.build_id()))
+            .collect(),
+        replicas: corpora
+            .iter()
+            .flat_map(|c| {
+                c.shards().flat_map(move |set| {
+                    set.replicas
+                        .iter()
+                        .map(move |r| (c.collection(), set.shard, r.url.as_str(), r.is_healthy()))
+                })
+            })
+            .collect(),
+        batchers,
+    };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        text,
+        state.metrics.render(&scrape),
     )
         .into_response()
 }

@@ -16,6 +16,12 @@ pub use stillweb_test_support::{
     Server, agent, fetched, in_ci, repo, samples_index, shared_data, skip,
 };
 
+/// The random-weight Qwen3 reranker fixture, if `models/make-fixtures` has built it.
+pub fn qwen3_fixture() -> Option<std::path::PathBuf> {
+    let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
+    fetched(&dir.join("model.toml"), "models/make-fixtures").then_some(dir)
+}
+
 /// Starts this crate's `stillweb-server` binary on `index` at port 0.
 pub fn spawn_server(index: &Path, extra: &[&str]) -> Server {
     stillweb_test_support::spawn_server(env!("CARGO_BIN_EXE_stillweb-server"), index, extra)
