@@ -58,11 +58,39 @@ impl std::str::FromStr for ExecutionProvider {
     }
 }
 
-/// The ONNX Runtime library: `$ORT_DYLIB_PATH`, else the copy `models/fetch` unpacked.
+/// The ONNX Runtime library: `$ORT_DYLIB_PATH`; else, for binaries installed from the wheel,
+/// the `onnxruntime` (or `onnxruntime-gpu`) package of the Python environment they were
+/// installed into; else the copy `models/fetch` unpacked.
 pub fn runtime_library() -> PathBuf {
     std::env::var_os("ORT_DYLIB_PATH")
         .map(PathBuf::from)
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            python_runtime(exe.parent()?.parent()?)
+        })
         .unwrap_or_else(|| models_dir().join("onnxruntime").join("libonnxruntime.so"))
+}
+
+/// `libonnxruntime.so.*` of the `onnxruntime` package in the Python environment at `prefix`
+/// (whose `bin/` holds the running binary): `lib/python3.*/site-packages/onnxruntime/capi/`.
+fn python_runtime(prefix: &std::path::Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .ok()?
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
+        .map(|entry| entry.path().join("site-packages/onnxruntime/capi"))
+        .filter_map(|capi| std::fs::read_dir(capi).ok())
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so"))
+        })
+        .collect();
+    // The versioned file (`libonnxruntime.so.1.32.0`), the one the package loads.
+    found.sort();
+    found.pop()
 }
 
 static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
@@ -146,5 +174,26 @@ mod tests {
         for bad in ["gpu", "cuda:", "cuda:-1", "cuda:x"] {
             assert!(bad.parse::<ExecutionProvider>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_runtime_of_a_python_environment_is_its_onnxruntime_package() {
+        let venv = tempfile::tempdir().expect("tempdir");
+        assert_eq!(python_runtime(venv.path()), None);
+        let capi = venv
+            .path()
+            .join("lib/python3.11/site-packages/onnxruntime/capi");
+        std::fs::create_dir_all(&capi).expect("dir");
+        for file in [
+            "libonnxruntime_providers_shared.so",
+            "libonnxruntime.so.1.32.0",
+            "onnxruntime_pybind11_state.so",
+        ] {
+            std::fs::write(capi.join(file), b"").expect("file");
+        }
+        assert_eq!(
+            python_runtime(venv.path()),
+            Some(capi.join("libonnxruntime.so.1.32.0"))
+        );
     }
 }
