@@ -28,6 +28,22 @@ def _search_body(query: str, k: Optional[int], session: Optional[str], options: 
     return body
 
 
+def _batch_body(queries: list, session: Optional[str], collection: Optional[str]) -> dict:
+    body: dict[str, Any] = {"queries": [q if isinstance(q, dict) else {"query": q} for q in queries]}
+    if session is not None:
+        body["session"] = session
+    if collection is not None:
+        body["collection"] = collection
+    return body
+
+
+def _visit_body(url: str, session: str, collection: Optional[str]) -> dict:
+    body = {"url": url, "session": session}
+    if collection is not None:
+        body["collection"] = collection
+    return body
+
+
 def _answer(response: httpx.Response) -> Any:
     try:
         body = response.json()
@@ -63,21 +79,12 @@ class Client:
               collection: Optional[str] = None) -> list:
         """Many searches in order: each query a string or a dict (``query``, ``k``, ...); one
         response or error body per query."""
-        body: dict[str, Any] = {
-            "queries": [q if isinstance(q, dict) else {"query": q} for q in queries]
-        }
-        if session is not None:
-            body["session"] = session
-        if collection is not None:
-            body["collection"] = collection
+        body = _batch_body(queries, session, collection)
         return _answer(self._http.post("/v1/search/batch", json=body))["responses"]
 
     def visit(self, url: str, session: str, collection: Optional[str] = None) -> dict:
         """The page at ``url``, which a search of ``session`` showed: title, url, date, text."""
-        body = {"url": url, "session": session}
-        if collection is not None:
-            body["collection"] = collection
-        return _answer(self._http.post("/v1/visit", json=body))
+        return _answer(self._http.post("/v1/visit", json=_visit_body(url, session, collection)))
 
     def transcript(self, session: str) -> dict:
         """The session's searches and visits, in order."""
@@ -109,20 +116,13 @@ class AsyncClient:
 
     async def batch(self, queries: list, session: Optional[str] = None,
                     collection: Optional[str] = None) -> list:
-        body: dict[str, Any] = {
-            "queries": [q if isinstance(q, dict) else {"query": q} for q in queries]
-        }
-        if session is not None:
-            body["session"] = session
-        if collection is not None:
-            body["collection"] = collection
+        body = _batch_body(queries, session, collection)
         return _answer(await self._http.post("/v1/search/batch", json=body))["responses"]
 
     async def visit(self, url: str, session: str, collection: Optional[str] = None) -> dict:
-        body = {"url": url, "session": session}
-        if collection is not None:
-            body["collection"] = collection
-        return _answer(await self._http.post("/v1/visit", json=body))
+        return _answer(
+            await self._http.post("/v1/visit", json=_visit_body(url, session, collection))
+        )
 
     async def transcript(self, session: str) -> dict:
         return _answer(await self._http.get(f"/v1/sessions/{session}"))

@@ -87,6 +87,11 @@ fn start_cluster() -> Cluster {
     }
     let key: Vec<u8> = (0..1024).map(|i| (i * 7 + 13) as u8).collect();
     std::fs::write(at("munge/munge.key"), key).expect("key");
+    std::fs::set_permissions(
+        at("munge/munge.key"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("key permissions");
     let socket = at("munge/munge.sock");
     let mut daemons = Vec::new();
     let path = |p: PathBuf| p.to_str().expect("path").to_string();

@@ -8,11 +8,10 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use support::{Server, in_ci, qwen3_fixture, repo, shared_data, skip};
+use support::{in_ci, qwen3_fixture, repo, shared_data, skip};
 
 /// `PATH` of the installed environment: its `bin`, then the system's, no cargo or rustup.
 fn clean_path(venv: &Path) -> String {
@@ -192,30 +191,14 @@ fn the_wheel_installs_with_pip_and_runs_an_episode_without_rust() {
             .expect("indexer"),
         "stillweb-indexer build",
     );
-    let mut child = in_venv(&venv, &models, &installed("stillweb-server"))
+    // The server does not start when it cannot load the reranker's ONNX Runtime.
+    let mut command = in_venv(&venv, &models, &installed("stillweb-server"));
+    command
         .args(["--listen", "127.0.0.1:0", "--index"])
         .arg(&index)
         .arg("--reranker")
-        .arg(&reranker)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the installed server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the listening line");
-    let url = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let server = Server { child, url };
-    assert!(
-        server.url.starts_with("http://127.0.0.1:"),
-        "the installed server did not start (its ONNX Runtime not found?): {line}"
-    );
+        .arg(&reranker);
+    let server = stillweb_test_support::spawn_command(command);
     let out = succeeded(
         in_venv(&venv, &models, &venv.join("bin/python"))
             .args(["-c", EPISODE, &server.url])

@@ -173,9 +173,15 @@ pub fn spawn_server(binary: &str, index: &Path, extra: &[&str]) -> Server {
 /// Starts `binary` (a `stillweb-server`) with exactly `args` (which must include `--listen`) and
 /// waits for the line that says where it listens.
 pub fn spawn_with(binary: &str, args: &[&str]) -> Server {
-    let mut child = Command::new(binary)
-        .args(args)
-        .env("RUST_LOG", "warn")
+    let mut command = Command::new(binary);
+    command.args(args).env("RUST_LOG", "warn");
+    spawn_command(command)
+}
+
+/// Starts `command` (a `stillweb-server` listening on `127.0.0.1:0`, its environment set) and
+/// waits for the line that says where it listens.
+pub fn spawn_command(mut command: Command) -> Server {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

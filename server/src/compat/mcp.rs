@@ -35,20 +35,29 @@ fn tools(state: &AppState) -> Value {
     let mut tools = base_tools();
     if let (Ok(_), Some(list)) = (state.scholar(), tools.as_array_mut()) {
         let name = &state.config.scholar_collection;
-        list.push(json!({
-            "name": "scholar_search",
-            "description": format!("Search scientific papers (the frozen paper collection `{name}`). Same query syntax as web_search. Read a paper with visit_web, giving the url and \"collection\": \"{name}\"."),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for."},
-                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of papers (default 10)."}
-                },
-                "required": ["query"]
-            }
-        }));
+        list.push(search_tool(
+            "scholar_search",
+            &format!("Search scientific papers (the frozen paper collection `{name}`). Same query syntax as web_search. Read a paper with visit_web, giving the url and \"collection\": \"{name}\"."),
+            "Number of papers (default 10).",
+        ));
     }
     tools
+}
+
+/// A searching tool: `query`, and `k` described as `k_description`.
+fn search_tool(name: &str, description: &str, k_description: &str) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to search for."},
+                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": k_description}
+            },
+            "required": ["query"]
+        }
+    })
 }
 
 /// The page-reading tools' optional `collection` argument.
@@ -58,18 +67,11 @@ fn collection_argument() -> Value {
 
 fn base_tools() -> Value {
     json!([
-        {
-            "name": "web_search",
-            "description": "Search the web (a frozen corpus). Supports \"exact phrases\", site:host, -word and OR. Returns ranked results with title, URL, date and a snippet; their URLs can then be read with visit_web.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for."},
-                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of results (default 10)."}
-                },
-                "required": ["query"]
-            }
-        },
+        search_tool(
+            "web_search",
+            "Search the web (a frozen corpus). Supports \"exact phrases\", site:host, -word and OR. Returns ranked results with title, URL, date and a snippet; their URLs can then be read with visit_web.",
+            "Number of results (default 10).",
+        ),
         {
             "name": "visit_web",
             "description": "Read the full text of a page that an earlier web_search in this session returned.",
@@ -82,18 +84,11 @@ fn base_tools() -> Value {
                 "required": ["url"]
             }
         },
-        {
-            "name": "search",
-            "description": "Search the document collection (BrowseComp-Plus's tool). Returns the best documents as docid, score and snippet; read one with get_document.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for."},
-                    "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Number of documents (default 5)."}
-                },
-                "required": ["query"]
-            }
-        },
+        search_tool(
+            "search",
+            "Search the document collection (BrowseComp-Plus's tool). Returns the best documents as docid, score and snippet; read one with get_document.",
+            "Number of documents (default 5).",
+        ),
         {
             "name": "get_document",
             "description": "Read the full text of a document by the docid an earlier search in this session returned.",
