@@ -45,9 +45,13 @@ pub struct SourceSpec {
     pub sha256: Option<String>,
     pub expected_documents: Option<u64>,
     pub license: Option<String>,
-    /// Date for documents that carry none (default `1970-01-01`).
+    /// Date for documents that carry none (default [`NO_DATE`]).
     pub default_date: Option<String>,
 }
+
+/// The date a document that carries none gets unless its source names another
+/// (`default_date`): readers that show a year (Serper Scholar) treat it as no date.
+pub const NO_DATE: &str = "1970-01-01";
 
 impl CorpusManifest {
     /// Reads and validates a manifest file.

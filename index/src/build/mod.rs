@@ -296,7 +296,7 @@ fn plan_source(corpus: &CorpusManifest, index: usize) -> Result<SourcePlan, Inde
             default_date: spec
                 .default_date
                 .clone()
-                .unwrap_or_else(|| "1970-01-01".into()),
+                .unwrap_or_else(|| stillweb_corpus::manifest::NO_DATE.into()),
         },
         expected_documents: spec.expected_documents,
     })

@@ -196,12 +196,13 @@ async fn run(
 
 /// One Google Scholar result in Serper's shape. What a corpus page does not know gets a neutral
 /// value rather than a missing field (clients index them): `year` from the page's date (`null`
-/// without one), `citedBy` 0, and `publicationInfo` the link's host, after the year when there
-/// is one (Scholar's "authors - venue, year - host" without authors or venue).
+/// without one, or with the corpus's stand-in for none, 1970-01-01), `citedBy` 0, and
+/// `publicationInfo` the link's host, after the year when there is one (Scholar's "authors -
+/// venue, year - host" without authors or venue).
 fn scholar_result(hit: stillweb_index::Hit, position: usize) -> Value {
-    let year: Option<i64> = hit
-        .date
-        .get(..4)
+    let year: Option<i64> = Some(hit.date.as_str())
+        .filter(|date| !date.starts_with(stillweb_corpus::manifest::NO_DATE))
+        .and_then(|date| date.get(..4))
         .filter(|y| y.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|y| y.parse().ok());
     let host = url::Url::parse(&hit.url)
