@@ -126,38 +126,51 @@ pub struct Corpus {
     reranker: Option<RerankWorker>,
 }
 
+/// How a collection is searched, whatever build serves it: its name, its mode, and the models
+/// (shared by every collection that uses them). A reload keeps it.
+#[derive(Debug, Clone)]
+pub struct SearchSetup {
+    /// `None` for the one unnamed corpus of `--index` or `--shard`.
+    pub collection: Option<Arc<str>>,
+    pub mode: Mode,
+    pub embedder: Option<EmbedWorker>,
+    pub reranker: Option<RerankWorker>,
+}
+
 impl Corpus {
-    /// Refuses a query embedder other than the model the corpus's vectors came from.
+    /// The corpus of `parts`, searched as `setup` says; refuses a query embedder other than the
+    /// model the corpus's vectors came from.
     pub fn new(
         parts: Vec<Part>,
         info: CorpusInfo,
-        embedder: Option<EmbedWorker>,
-        reranker: Option<RerankWorker>,
+        setup: SearchSetup,
     ) -> Result<Corpus, IndexError> {
+        let SearchSetup {
+            collection,
+            mode,
+            embedder,
+            reranker,
+        } = setup;
         if let (Some(e), Some(d)) = (&embedder, &info.dense) {
             d.check_embedder(e.model_id(), e.dimension(), e.engine(), &info.build_id)?;
         }
-        let mode = if info.dense.is_some() && embedder.is_some() {
-            Mode::Hybrid
-        } else {
-            Mode::Bm25
-        };
         Ok(Corpus {
             parts,
             info,
-            collection: None,
+            collection,
             mode,
             embedder,
             reranker,
         })
     }
 
-    /// The corpus as collection `name` (`None`: the unnamed one), searched in `mode`.
-    pub fn in_collection(self, name: Option<&str>, mode: Mode) -> Corpus {
-        Corpus {
-            collection: name.map(Arc::from),
-            mode,
-            ..self
+    /// How this corpus is searched (what a reload opens the new build with).
+    pub fn setup(&self) -> SearchSetup {
+        SearchSetup {
+            collection: self.collection.clone(),
+            mode: self.mode,
+            embedder: self.embedder.clone(),
+            reranker: self.reranker.clone(),
         }
     }
 

@@ -44,7 +44,7 @@ pub use config::{Args, Config, Source};
 pub use listen::{serve, serve_in_background};
 pub use state::AppState;
 
-use corpus::{Corpus, CorpusInfo, Part};
+use corpus::{Corpus, CorpusInfo, Part, SearchSetup};
 use sharding::replicas::ReplicaSet;
 
 /// Every (method, path) that [`app`] serves, as `openapi.yaml` writes it; the description must
@@ -189,20 +189,27 @@ pub fn prepare(config: Config) -> anyhow::Result<AppState> {
     } else {
         None
     };
-    if let Some(e) = &embedder {
-        // The first query embedding is slow (allocations, caches): not on a client's time.
+    if let Some(e) = embedder
+        .as_ref()
+        .filter(|_| found.iter().any(|(_, set)| set.is_some()))
+    {
+        // The first query embedding is slow (allocations, caches): not on a client's time. (A
+        // local corpus's warm-up search embeds; a shard set's collection has none.)
         e.embed_query("warm up")
             .map_err(|e| anyhow::anyhow!("warm-up embedding failed: {e}"))?;
     }
     let reranker = load_reranker_worker(&config)?;
     let mut corpora = Vec::new();
     for (collection, (mode, set)) in config.collections.iter().zip(found) {
-        let embedder = embedder.clone().filter(|_| mode.uses_dense());
+        let setup = SearchSetup {
+            collection: collection.name.as_deref().map(Arc::from),
+            mode,
+            embedder: embedder.clone().filter(|_| mode.uses_dense()),
+            reranker: reranker.clone(),
+        };
         let corpus = match &collection.source {
-            Source::Index { dir, overlays } => {
-                open_local_corpus(&config, mode, dir, overlays, embedder, reranker.clone())
-                    .with_context(|| collection_context(collection))?
-            }
+            Source::Index { dir, overlays } => open_local_corpus(&config, dir, overlays, setup)
+                .with_context(|| collection_context(collection))?,
             Source::Shards {
                 shards,
                 call_timeout,
@@ -218,10 +225,10 @@ pub fn prepare(config: Config) -> anyhow::Result<AppState> {
                     .context("cannot start the shard health checks")?;
                 info!(collection = ?collection.name, shards = shards.len(), mode = ?mode, "coordinating");
                 let parts = replicas.into_iter().map(Part::Remote).collect();
-                Corpus::new(parts, set, embedder, reranker.clone())?
+                Corpus::new(parts, set, setup)?
             }
         };
-        corpora.push(corpus.in_collection(collection.name.as_deref(), mode));
+        corpora.push(corpus);
     }
     let state = AppState::new(corpora, config)?;
     state.set_ready(true);
@@ -234,12 +241,11 @@ pub fn prepare(config: Config) -> anyhow::Result<AppState> {
 /// is not slow. What a start and a reload both do.
 pub(crate) fn open_local_corpus(
     config: &Config,
-    mode: Mode,
     dir: &std::path::Path,
     overlays: &[std::path::PathBuf],
-    embedder: Option<EmbedWorker>,
-    reranker: Option<RerankWorker>,
+    setup: SearchSetup,
 ) -> anyhow::Result<Corpus> {
+    let mode = setup.mode;
     let started = Instant::now();
     let resolve = |p: &std::path::Path| {
         std::fs::canonicalize(p).with_context(|| format!("index directory {}", p.display()))
@@ -276,18 +282,22 @@ pub(crate) fn open_local_corpus(
         );
     }
     // The warm-up runs the pipeline in place.
-    let warm = Retriever::layered(layers.clone(), embedder.clone(), reranker.clone())?
-        .search(
-            &stillweb_index::parse("warm up"),
-            &stillweb_index::SearchParams {
-                weights: mode.weights(),
-                ..config.search.clone()
-            },
-        )
-        .context("warm-up query failed")?;
+    let warm = Retriever::layered(
+        layers.clone(),
+        setup.embedder.clone(),
+        setup.reranker.clone(),
+    )?
+    .search(
+        &stillweb_index::parse("warm up"),
+        &stillweb_index::SearchParams {
+            weights: mode.weights(),
+            ..config.search.clone()
+        },
+    )
+    .context("warm-up query failed")?;
     info!(build_id = %info.build_id, results = warm.hits.len(), mode = ?mode, elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
     let parts = layers.into_iter().map(Part::Local).collect();
-    Ok(Corpus::new(parts, info, embedder, reranker)?)
+    Ok(Corpus::new(parts, info, setup)?)
 }
 
 /// Names a collection in an error about it.

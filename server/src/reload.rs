@@ -106,22 +106,20 @@ pub async fn reload(state: &AppState) -> Result<Reloaded, ApiError> {
     })
 }
 
-/// `current`'s collection opened afresh from `source`, with the same models and mode.
+/// `current`'s collection opened afresh from `source`, searched as before.
 fn reopen(config: &Config, source: &CollectionSource, current: &Corpus) -> anyhow::Result<Corpus> {
-    let (embedder, reranker) = (current.embedder().cloned(), current.reranker().cloned());
-    let corpus = match &source.source {
+    Ok(match &source.source {
         Source::Index { dir, overlays } => {
-            crate::open_local_corpus(config, current.mode, dir, overlays, embedder, reranker)?
+            crate::open_local_corpus(config, dir, overlays, current.setup())?
         }
         // A coordinator follows its shards: it swaps only when every replica of every shard
         // reports one build (each shard server keeps answering the build before its last
         // reload meanwhile, so no search mixes two).
         Source::Shards { shards, .. } => {
             let set = crate::sharding::coordinator::discover(shards, SHARD_WAIT)?;
-            Corpus::new(current.parts.clone(), set, embedder, reranker)?
+            Corpus::new(current.parts.clone(), set, current.setup())?
         }
-    };
-    Ok(corpus.in_collection(source.name.as_deref(), current.mode))
+    })
 }
 
 /// Reloads on every `SIGHUP`, logging the outcome.

@@ -39,11 +39,7 @@ async fn filter_counts(
     ApiJson(r): ApiJson<FilterCountsRequest>,
 ) -> Result<Json<FilterCounts>, ApiError> {
     on_layers(&state, &headers, move |layers| {
-        let counts = layers
-            .iter()
-            .map(|l| l.filter_counts(&r.query))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(FilterCounts::sum(counts))
+        summed_counts(layers, &r.query)
     })
     .await
 }
@@ -58,11 +54,7 @@ async fn candidates(
         // the corpus: they plan on their summed counts.
         let plan = match r.plan {
             None if layers.len() > 1 && r.query.parsed.has_filters() => {
-                let counts = layers
-                    .iter()
-                    .map(|l| l.filter_counts(&r.query.parsed))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Some(FilterCounts::sum(counts).plan(&r.query.parsed))
+                Some(summed_counts(layers, &r.query.parsed)?.plan(&r.query.parsed))
             }
             plan => plan,
         };
@@ -84,20 +76,12 @@ async fn chunks(
     ApiJson(r): ApiJson<ChunksRequest>,
 ) -> Result<Json<Vec<ChunkScore>>, ApiError> {
     on_layers(&state, &headers, move |layers| {
-        if let [layer] = layers {
-            return layer.chunk_scores(&r.query, &r.docs);
-        }
-        let mut scores = Vec::new();
-        for layer in layers {
-            let docs: Vec<u64> = r
-                .docs
-                .iter()
-                .copied()
-                .filter(|&d| layer.holds_doc(d))
-                .collect();
-            scores.extend(layer.chunk_scores(&r.query, &docs)?);
-        }
-        Ok(scores)
+        per_layer(
+            layers,
+            &r.docs,
+            |&d| d,
+            |layer, docs| layer.chunk_scores(&r.query, docs),
+        )
     })
     .await
 }
@@ -135,20 +119,12 @@ async fn hits(
     ApiJson(r): ApiJson<HitsRequest>,
 ) -> Result<Json<Vec<Hit>>, ApiError> {
     on_layers(&state, &headers, move |layers| {
-        if let [layer] = layers {
-            return layer.hits(&r.ranked);
-        }
-        let mut hits = Vec::new();
-        for layer in layers {
-            let held: Vec<_> = r
-                .ranked
-                .iter()
-                .copied()
-                .filter(|h| layer.holds_doc(h.doc))
-                .collect();
-            hits.extend(layer.hits(&held)?);
-        }
-        Ok(hits)
+        per_layer(
+            layers,
+            &r.ranked,
+            |h| h.doc,
+            |layer, ranked| layer.hits(ranked),
+        )
     })
     .await
 }
@@ -171,6 +147,41 @@ async fn page(
 
 /// Runs `work` on the layers of the build the call names (the one serving, or the one before
 /// the last reload; any build without the header) on the search pool.
+/// The filter counts of the shard's layers together.
+fn summed_counts(
+    layers: &[Arc<SearchIndex>],
+    query: &stillweb_index::ParsedQuery,
+) -> Result<FilterCounts, IndexError> {
+    let counts = layers
+        .iter()
+        .map(|l| l.filter_counts(query))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(FilterCounts::sum(counts))
+}
+
+/// `run` on each layer with the items whose document (`doc`) it holds, the answers
+/// concatenated in layer order; a single layer gets every item as it is.
+fn per_layer<T: Copy, R>(
+    layers: &[Arc<SearchIndex>],
+    items: &[T],
+    doc: impl Fn(&T) -> u64,
+    run: impl Fn(&SearchIndex, &[T]) -> Result<Vec<R>, IndexError>,
+) -> Result<Vec<R>, IndexError> {
+    if let [layer] = layers {
+        return run(layer, items);
+    }
+    let mut answers = Vec::new();
+    for layer in layers {
+        let held: Vec<T> = items
+            .iter()
+            .copied()
+            .filter(|item| layer.holds_doc(doc(item)))
+            .collect();
+        answers.extend(run(layer, &held)?);
+    }
+    Ok(answers)
+}
+
 async fn on_layers<T: Send + 'static>(
     state: &AppState,
     headers: &HeaderMap,
