@@ -589,19 +589,37 @@ fn default_chunk_vector_precision_keeps_quality() {
     }
 }
 
+/// SciFact's inputs: its manifest, its corpus file in the shared data, and its BEIR folder.
+struct SciFact {
+    manifest: PathBuf,
+    corpus: [PathBuf; 1],
+    beir: PathBuf,
+}
+
+impl SciFact {
+    fn in_data(data: &Path) -> SciFact {
+        let beir = data.join("beir/scifact");
+        SciFact {
+            manifest: repo().join("corpus-manifests/scifact.toml"),
+            corpus: [beir.join("corpus.jsonl")],
+            beir,
+        }
+    }
+
+    /// The dense index of all of it (cached).
+    fn index(&self) -> PathBuf {
+        cached_dense_index("scifact", &self.manifest, &self.corpus)
+    }
+}
+
 #[test]
 fn scifact_dense_and_hybrid_quality_floors() {
     let Some(data) = shared_data() else { return };
     if !models_fetched() {
         return;
     }
-    let manifest = repo().join("corpus-manifests/scifact.toml");
-    let index = cached_dense_index(
-        "scifact",
-        &manifest,
-        &[data.join("beir/scifact/corpus.jsonl")],
-    );
-    let beir = data.join("beir/scifact");
+    let scifact = SciFact::in_data(&data);
+    let (index, beir) = (scifact.index(), scifact.beir);
     let eval = |mode: &str| {
         let scores = json(&indexer(&[
             "eval",
@@ -731,11 +749,10 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     if !models_fetched() {
         return;
     }
-    let manifest = repo().join("corpus-manifests/scifact.toml");
-    let corpus = [data.join("beir/scifact/corpus.jsonl")];
-    let single = cached_dense_index("scifact", &manifest, &corpus);
-    let set = cached_dense_build("scifact", &manifest, &corpus, Some(3));
-    let beir = data.join("beir/scifact");
+    let scifact = SciFact::in_data(&data);
+    let single = scifact.index();
+    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3));
+    let beir = scifact.beir;
     let queries = scifact_test_queries(&beir);
     assert!(queries.len() >= 300, "{} test queries", queries.len());
     // Shard servers embed nothing (the coordinator sends the query's vector): BM25 mode spares
@@ -812,12 +829,11 @@ fn scifact_as_a_base_and_an_overlay_ranks_as_one_index() {
     if !models_fetched() {
         return;
     }
-    let manifest = repo().join("corpus-manifests/scifact.toml");
-    let corpus = [data.join("beir/scifact/corpus.jsonl")];
-    let single = cached_dense_index("scifact", &manifest, &corpus);
+    let scifact = SciFact::in_data(&data);
+    let single = scifact.index();
     // Its full-precision vectors spare the two builds the embedding.
-    let vectors = cached_full_precision_index("scifact", &manifest, &corpus);
-    let beir = data.join("beir/scifact");
+    let vectors = cached_full_precision_index("scifact", &scifact.manifest, &scifact.corpus);
+    let (corpus, beir) = (scifact.corpus, scifact.beir);
     let dir = tempfile::tempdir().expect("tempdir");
     let text = std::fs::read_to_string(&corpus[0]).expect("corpus");
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -981,13 +997,8 @@ fn web_and_scholar_collections_in_one_server() {
     let Some(samples) = samples_index() else {
         return;
     };
-    let manifest = repo().join("corpus-manifests/scifact.toml");
-    let scifact = cached_dense_index(
-        "scifact",
-        &manifest,
-        &[data.join("beir/scifact/corpus.jsonl")],
-    );
-    let beir = data.join("beir/scifact");
+    let inputs = SciFact::in_data(&data);
+    let (scifact, beir) = (inputs.index(), inputs.beir);
     let (web, scholar, mirror) = (
         format!("web={}", path_str(samples)),
         format!("scholar={}", path_str(&scifact)),
@@ -1098,6 +1109,21 @@ fn web_and_scholar_collections_in_one_server() {
         through["ndcg@10"], single["ndcg@10"]
     );
     assert_eq!(through["ndcg@10"], single["ndcg@10"], "{through}");
+    let refused = indexer(&[
+        "eval",
+        "--target",
+        &base,
+        "--beir",
+        path_str(&beir),
+        "--collection",
+        "nope",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("serves no collection `nope`; it serves web, scholar, mirror"),
+        "{stderr}"
+    );
     assert_eq!(through["collection"], "scholar");
     assert_eq!(through["index"], scholar_build);
 
@@ -1185,13 +1211,7 @@ fn web_and_scholar_collections_in_one_server() {
         ],
         "{transcript}"
     );
-    let metrics = agent
-        .get(format!("{base}/metrics"))
-        .call()
-        .expect("metrics")
-        .body_mut()
-        .read_to_string()
-        .expect("text");
+    let metrics = stillweb_test_support::metrics_text(&base);
     assert!(
         metrics.contains(&format!(
             "stillweb_index_build_info{{build_id=\"{scholar_build}\",collection=\"scholar\"}} 1"
@@ -1270,11 +1290,10 @@ fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
         return;
     }
     let reranker = path_str(&reranker);
-    let manifest = repo().join("corpus-manifests/scifact.toml");
-    let corpus = [data.join("beir/scifact/corpus.jsonl")];
-    let single = cached_dense_index("scifact", &manifest, &corpus);
-    let set = cached_dense_build("scifact", &manifest, &corpus, Some(3));
-    let queries: Vec<String> = std::fs::read_to_string(data.join("beir/scifact/queries.jsonl"))
+    let scifact = SciFact::in_data(&data);
+    let single = scifact.index();
+    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3));
+    let queries: Vec<String> = std::fs::read_to_string(scifact.beir.join("queries.jsonl"))
         .expect("queries")
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -1375,12 +1394,7 @@ fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
 
 /// `stillweb_model_{batches,batched_requests}_total` by (model, counter) from `/metrics`.
 fn batch_counters(base: &str) -> std::collections::HashMap<(&'static str, &'static str), u64> {
-    let metrics = ureq::get(format!("{base}/metrics"))
-        .call()
-        .expect("metrics")
-        .body_mut()
-        .read_to_string()
-        .expect("text");
+    let metrics = stillweb_test_support::metrics_text(base);
     let mut counters = std::collections::HashMap::new();
     for model in ["reranker", "query_embedder"] {
         for counter in ["batches", "batched_requests"] {

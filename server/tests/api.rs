@@ -851,13 +851,7 @@ fn overload_is_refused_with_429_and_the_server_recovers() {
         after.body_mut().read_json::<Value>().expect("json")["results"][0]["url"],
         "https://en.wikipedia.org/wiki/Anarchism"
     );
-    let metrics = agent
-        .get(&format!("{base}/metrics"))
-        .call()
-        .expect("metrics")
-        .body_mut()
-        .read_to_string()
-        .expect("text");
+    let metrics = support::metrics_text(&base);
     assert!(
         metrics.contains(&format!(
             "stillweb_rejected_requests_total{{reason=\"overloaded\"}} {refused}"

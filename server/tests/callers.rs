@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use clap::Parser;
 use serde_json::{Value, json};
-use support::{agent, call, call_with, code, samples_index, send, spawn_server, state};
+use support::{agent, call, call_with, code, copy_dir, samples_index, send, spawn_server, state};
 
 const ANARCHISM: &str = "https://en.wikipedia.org/wiki/Anarchism";
 
@@ -1143,19 +1143,6 @@ fn sigterm_waits_for_requests_in_flight_and_closes_idle_connections() {
     assert!(answer.contains(ANARCHISM), "{answer}");
     assert!(took >= Duration::from_secs(1), "exited after {took:?}");
     drop(idle);
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// A byte changed inside a term file (same size, so every structural check passes) is found

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stillweb_corpus::manifest::CorpusManifest;
 use stillweb_index::{BuildOptions, build_index, build_shards};
-use support::{agent, repo, samples_index, shared_data, spawn_server, spawn_with};
+use support::{agent, copy_dir, repo, samples_index, shared_data, spawn_server, spawn_with};
 
 const PAGES: usize = 12;
 const QUERY: &str = "quillwort fabricated record";
@@ -65,19 +65,6 @@ fn flip(link: &Path, target: &Path) {
     let _ = std::fs::remove_file(&next);
     std::os::unix::fs::symlink(target, &next).expect("symlink");
     std::fs::rename(&next, link).expect("flip");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
 }
 
 /// The largest file under `dir` (its checksums list aside), with one byte flipped.
@@ -276,13 +263,7 @@ fn reloads_under_load_drop_no_request_and_a_damaged_build_is_refused() {
         "the refused reloads changed nothing"
     );
 
-    let metrics = agent()
-        .get(format!("{url}/metrics"))
-        .call()
-        .expect("metrics")
-        .body_mut()
-        .read_to_string()
-        .expect("text");
+    let metrics = support::metrics_text(&url);
     assert!(
         metrics.contains("stillweb_index_swaps_total 5"),
         "{metrics}"

@@ -436,13 +436,7 @@ fn the_dashboards_and_alerts_query_metrics_a_coordinator_exports() {
         .expect("status line");
     assert!(status_line.starts_with("HTTP/1.1 413"), "{status_line}");
 
-    let text = support::agent()
-        .get(&format!("{base}/metrics"))
-        .call()
-        .expect("metrics")
-        .body_mut()
-        .read_to_string()
-        .expect("text");
+    let text = support::metrics_text(base);
     let exported: std::collections::BTreeSet<&str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))

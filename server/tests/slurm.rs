@@ -243,6 +243,17 @@ fn a_sharded_build_and_a_serving_cluster_run_as_slurm_jobs() {
         skip("stillweb-indexer is not built: run cargo test --workspace");
         return;
     }
+    // Usage errors say what is missing before anything is submitted.
+    let usage = Command::new(repo().join("deploy/slurm/submit"))
+        .args(["serve", "--set", "/tmp/set", "--shards", "3"])
+        .output()
+        .expect("submit");
+    assert_eq!(usage.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&usage.stderr);
+    assert!(
+        said.contains("--rendezvous DIR (shared by the nodes) is required"),
+        "{said}"
+    );
     let cluster = start_cluster();
     let work = tempfile::tempdir().expect("tempdir");
     let set = work.path().join("set");

@@ -105,6 +105,16 @@ fn the_wheel_installs_with_pip_and_runs_an_episode_without_rust() {
         return;
     }
     let work = tempfile::tempdir().expect("tempdir");
+    // A folder without the binaries is named, and no wheel is made.
+    let refused = Command::new(repo().join("scripts/wheel"))
+        .args(["--bin", work.path().to_str().expect("path"), "--out"])
+        .arg(work.path().join("none"))
+        .output()
+        .expect("run scripts/wheel");
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("stillweb-server is missing"), "{said}");
+    assert!(!work.path().join("none").exists());
     let built = succeeded(
         Command::new(repo().join("scripts/wheel"))
             .args(["--bin", bin.to_str().expect("path"), "--out"])

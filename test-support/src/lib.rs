@@ -209,6 +209,16 @@ pub fn agent() -> ureq::Agent {
         .into()
 }
 
+/// The Prometheus exposition text of the server at `base` (`GET /metrics`, no key).
+pub fn metrics_text(base: &str) -> String {
+    let mut response = agent()
+        .get(format!("{base}/metrics"))
+        .call()
+        .expect("metrics");
+    assert_eq!(response.status().as_u16(), 200, "GET {base}/metrics");
+    response.body_mut().read_to_string().expect("text")
+}
+
 /// A real `redis-server` on a free loopback port, its data (append-only file on, fsync on every
 /// write) in a folder of its own; killed when dropped.
 #[derive(Debug)]

@@ -13,13 +13,27 @@ use tower::ServiceExt;
 
 #[allow(unused_imports)]
 pub use stillweb_test_support::{
-    Server, agent, fetched, in_ci, repo, samples_index, shared_data, skip,
+    Server, agent, fetched, in_ci, metrics_text, repo, samples_index, shared_data, skip,
 };
 
 /// The random-weight Qwen3 reranker fixture, if `models/make-fixtures` has built it.
 pub fn qwen3_fixture() -> Option<std::path::PathBuf> {
     let dir = stillweb_models::config::fixtures_dir().join("qwen3-reranker-tiny");
     fetched(&dir.join("model.toml"), "models/make-fixtures").then_some(dir)
+}
+
+/// Copies the directory `from` (an index) to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
 }
 
 /// Starts this crate's `stillweb-server` binary on `index` at port 0.
