@@ -127,15 +127,23 @@ fn shards_hold_the_single_builds_documents_and_score_like_it() {
                 .collect();
             let bm25 = merge(parts.iter().map(|c| c.bm25.clone()).collect(), 20);
             assert_eq!(bm25, want.bm25, "{query} {mode:?}: BM25 candidates");
-            // HNSW is approximate per shard; the nearest documents must mostly agree.
+            // HNSW is approximate per shard; the nearest documents' scores must mostly agree
+            // (scores, not ordinals: int8 dot products tie often, and which of a tie's
+            // documents a graph returns at the cut is arbitrary).
             let dense = merge(parts.iter().map(|c| c.dense.clone()).collect(), 20);
+            let mut unmatched: Vec<f32> = want.dense.iter().map(|w| w.1).collect();
             let agree = dense
                 .iter()
-                .filter(|(o, _)| want.dense.iter().any(|w| w.0 == *o))
+                .filter(|(_, score)| {
+                    let at = unmatched.iter().position(|s| s == score);
+                    at.map(|i| unmatched.swap_remove(i)).is_some()
+                })
                 .count();
             assert!(
                 agree * 10 >= want.dense.len() * 9,
-                "{query}: dense overlap {agree}"
+                "{query}: {agree} of the shards' {} dense scores are the single index's:\n{dense:?}\n{:?}",
+                dense.len(),
+                want.dense
             );
 
             let docs = want.ordinals();
