@@ -53,9 +53,13 @@ enum Command {
     /// and several (what dynamic batching hands the model); prints one JSON object per setting.
     BenchRerank(bench::rerank::Args),
     /// Measure query-embedding throughput with many concurrent callers, as a server's searches
-    /// embed: copies lent to callers in turn, and the dynamic batcher (--embed-batch-queries);
+    /// embed: each caller's query alone, and the callers' queries gathered into batches
+    /// (--embed-batch-queries);
     /// prints one JSON object per mode.
     BenchQueries(bench::queries::Args),
+    /// Measure one query's embedding cost alone and in batches (1, 8, 32, 128 by default) on one
+    /// copy of the model, beside the native int8 product ceiling; prints JSON.
+    BenchQueryBatches(bench::query_batches::Args),
     /// Measure the native engine's int8 products at MiniLM's weight shapes (on the kernel the
     /// CPU runs: AMX, AVX-512 VNNI, AVX2 or the plain loop); prints JSON in GOP/s.
     BenchGemm(bench::gemm::Args),
@@ -79,6 +83,7 @@ fn main() -> anyhow::Result<()> {
         Command::BenchEmbed(args) => bench::embed::run(args),
         Command::BenchRerank(args) => bench::rerank::run(args),
         Command::BenchQueries(args) => bench::queries::run(args),
+        Command::BenchQueryBatches(args) => bench::query_batches::run(args),
         Command::BenchGemm(args) => bench::gemm::run(args),
     }
 }

@@ -1307,12 +1307,15 @@ fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
         "20",
         "--rerank-batch-tokens",
         "0",
+        "--embed-batch-queries",
+        "0",
         "--result-cache-entries",
         "0",
         "--embedding-cache-entries",
         "0",
     ];
-    // Long waits, so that concurrent requests surely meet in the batchers.
+    // A long wait, so that concurrent requests surely meet in the reranker's batcher (queries
+    // gather without one, while the search threads are busy).
     let batched = [
         "--reranker",
         reranker,
@@ -1322,8 +1325,6 @@ fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
         "100",
         "--embed-batch-queries",
         "16",
-        "--embed-batch-wait-ms",
-        "50",
         "--result-cache-entries",
         "0",
         "--embedding-cache-entries",

@@ -157,7 +157,8 @@ async fn unit(
             let batch: Vec<&str> = (0..plan.batch_size)
                 .map(|j| queries.nth(first.wrapping_add(j)))
                 .collect();
-            let body = json!({ "queries": batch, "topk": plan.k });
+            // As Search-R1's trainer sends it (its server fails a call without scores).
+            let body = json!({ "queries": batch, "topk": plan.k, "return_scores": true });
             let reply = client.post_json("/retrieve", &body).await;
             settle(recorder, "retrieve", scheduled, &reply);
         }

@@ -103,8 +103,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Duration::from_millis(args.timeout_ms),
         connections,
     )?;
+    // A 404 is a server without the readiness route (a peer, such as Search-R1's): it answers.
     let ready = client.get("/readyz").await;
-    if !matches!(&ready, Ok(r) if r.status == 200) {
+    if !matches!(&ready, Ok(r) if r.status == 200 || r.status == 404) {
         bail!(
             "{} is not ready (GET /readyz: {:?}); start the server first",
             args.target,

@@ -38,11 +38,14 @@ impl BatchPolicy {
 /// Runs one batch: one output per request, in order.
 pub type RunBatch<M, Req, Out> = Arc<RunFn<M, Req, Out>>;
 type RunFn<M, Req, Out> = dyn Fn(&mut M, &[Req]) -> Result<Vec<Out>, ModelError> + Send + Sync;
+/// A batch run as [`run_batch`] takes it: a batcher's shared [`RunFn`], or a drain's closure.
+pub(crate) type RunWith<'a, M, Req, Out> =
+    dyn Fn(&mut M, &[Req]) -> Result<Vec<Out>, ModelError> + 'a;
 
 /// Where a request's output goes (called on a model thread).
 pub type Reply<Out> = Box<dyn FnOnce(Result<Out, ModelError>) + Send>;
 
-struct Job<Req, Out> {
+pub(crate) struct Job<Req, Out> {
     request: Req,
     cost: usize,
     arrived: Instant,
@@ -51,6 +54,21 @@ struct Job<Req, Out> {
 }
 
 impl<Req, Out> Job<Req, Out> {
+    pub(crate) fn new(
+        request: Req,
+        cost: usize,
+        caller: Option<Arc<AtomicBool>>,
+        reply: Reply<Out>,
+    ) -> Self {
+        Job {
+            request,
+            cost,
+            arrived: Instant::now(),
+            caller,
+            reply,
+        }
+    }
+
     fn caller_gone(&self) -> bool {
         self.caller
             .as_ref()
@@ -70,10 +88,10 @@ pub struct BatchStats {
 }
 
 #[derive(Default)]
-struct Counters {
-    runs: AtomicU64,
-    requests: AtomicU64,
-    cancelled: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) runs: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
 }
 
 struct Queue<Req, Out> {
@@ -289,9 +307,9 @@ fn next_batch<Req, Out>(
 }
 
 /// Runs the batch's live jobs together, or each alone if that fails, and replies to each.
-fn run_batch<M, Req, Out>(
+pub(crate) fn run_batch<M, Req, Out>(
     model: &mut M,
-    run: &RunFn<M, Req, Out>,
+    run: &RunWith<'_, M, Req, Out>,
     batch: Vec<Job<Req, Out>>,
     counters: &Counters,
 ) {

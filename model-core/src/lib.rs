@@ -13,6 +13,7 @@
 pub mod batcher;
 pub mod config;
 pub mod fake;
+pub mod gather;
 pub mod tokens;
 pub mod worker;
 

@@ -2,9 +2,25 @@
 
 use std::path::Path;
 
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use crate::{ModelError, Pooling};
+
+/// `texts` tokenized in order (with special tokens): in parallel, except on a thread of a rayon
+/// pool, where the tokenizers crate's parallel iterator would run in that pool, and while it
+/// waited the thread would take up the pool's other jobs. A search thread holding a model copy
+/// then started another search's model call in the middle of its own; with every copy held that
+/// way, the server's two search threads waited for each other forever.
+pub fn encode_all(tokenizer: &Tokenizer, texts: Vec<String>) -> Result<Vec<Encoding>, ModelError> {
+    let tokenized = match rayon::current_thread_index() {
+        None => tokenizer.encode_batch(texts, true),
+        Some(_) => texts
+            .into_iter()
+            .map(|text| tokenizer.encode(text, true))
+            .collect(),
+    };
+    tokenized.map_err(|e| ModelError::Tokenizer(e.to_string()))
+}
 
 /// A tokenizer with explicit truncation to `max_tokens` and no padding of its own (whatever its
 /// tokenizer.json says: MiniLM's forces 128), plus the id it pads with.

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::batcher::{BatchPolicy, BatchStats, Batcher, RunBatch};
+use crate::gather::Gather;
 use crate::{Embedder, ModelError, RerankPool, Reranker};
 
 type Job<M> = Box<dyn FnOnce(&mut M) + Send>;
@@ -79,10 +80,13 @@ impl<M: ?Sized + Send + 'static> ModelWorker<M> {
 
 /// A handle to an embedder's copies: each on its own thread ([`EmbedWorker::spawn_copies`]), or
 /// lent to the calling thread ([`EmbedWorker::lend_copies`], no thread hop: for callers that
-/// are themselves a fixed pool of threads, one copy each).
+/// are themselves a fixed pool of threads, one copy each), optionally gathering concurrent
+/// callers' queries into one model call ([`EmbedWorker::gathering`]).
 #[derive(Debug, Clone)]
 pub struct EmbedWorker {
     runs: Runs,
+    /// Queries left for a drain on the callers' pool ([`EmbedWorker::leave_query`]).
+    gather: Option<Arc<Gather<String, Vec<f32>>>>,
     model_id: String,
     dimension: usize,
     engine: String,
@@ -92,21 +96,13 @@ pub struct EmbedWorker {
 enum Runs {
     OnThreads(ModelWorker<dyn Embedder>),
     OnCaller(Arc<Lender>),
-    /// Queries behind a dynamic batcher; documents on the same copies, one call each.
-    Batched(Batcher<EmbedJob, Vec<Vec<f32>>>),
-}
-
-/// What a batched embedder's copy is asked: one query, or a list of documents.
-#[derive(Debug)]
-pub enum EmbedJob {
-    Query(String),
-    Documents(Vec<String>),
 }
 
 /// Copies of a model that callers borrow one at a time, waiting while all are out.
 struct Lender {
     free: Mutex<Vec<Box<dyn Embedder>>>,
     returned: std::sync::Condvar,
+    copies: usize,
 }
 
 impl std::fmt::Debug for Lender {
@@ -163,6 +159,7 @@ impl EmbedWorker {
         let engine = embedders[0].engine().to_string();
         Ok(EmbedWorker {
             runs: Runs::OnThreads(ModelWorker::spawn_copies(embedders, name, queue)?),
+            gather: None,
             model_id,
             dimension,
             engine,
@@ -179,102 +176,68 @@ impl EmbedWorker {
             model_id: embedders[0].model_id().to_string(),
             dimension: embedders[0].dimension(),
             engine: embedders[0].engine().to_string(),
+            gather: None,
             runs: Runs::OnCaller(Arc::new(Lender {
+                copies: embedders.len(),
                 free: Mutex::new(embedders),
                 returned: std::sync::Condvar::new(),
             })),
         }
     }
 
-    /// Copies of the embedder on threads of their own, where concurrent callers' queries are
-    /// gathered under `policy` (cost: one per query) and embedded in one model call. A query's
-    /// vector must not depend on what shares its call: true of every engine here (the native
-    /// engine quantises per token; the ONNX embedder embeds a per-call-quantised model's queries
-    /// one per call). Documents run alone, one call per list.
-    ///
-    /// # Panics
-    /// If `embedders` is empty.
-    pub fn spawn_batching(
-        embedders: Vec<Box<dyn Embedder>>,
-        name: &str,
-        policy: BatchPolicy,
-    ) -> std::io::Result<Self> {
-        assert!(!embedders.is_empty(), "an embed worker needs a model");
-        let model_id = embedders[0].model_id().to_string();
-        let dimension = embedders[0].dimension();
-        let engine = embedders[0].engine().to_string();
-        let run: RunBatch<Box<dyn Embedder>, EmbedJob, Vec<Vec<f32>>> =
-            Arc::new(|embedder: &mut Box<dyn Embedder>, jobs: &[EmbedJob]| {
-                let queries: Vec<&str> = jobs
-                    .iter()
-                    .filter_map(|j| match j {
-                        EmbedJob::Query(q) => Some(q.as_str()),
-                        EmbedJob::Documents(_) => None,
-                    })
-                    .collect();
-                let mut vectors = if queries.is_empty() {
-                    Vec::new()
-                } else {
-                    embedder.embed_queries(&queries)?
-                }
-                .into_iter();
-                jobs.iter()
-                    .map(|job| match job {
-                        EmbedJob::Query(_) => vectors
-                            .next()
-                            .map(|v| vec![v])
-                            .ok_or_else(|| ModelError::Output("no vector for a query".into())),
-                        EmbedJob::Documents(texts) => embed_all(&mut **embedder, texts),
-                    })
-                    .collect()
-            });
-        Ok(EmbedWorker {
-            runs: Runs::Batched(Batcher::spawn(embedders, name, policy, run)?),
-            model_id,
-            dimension,
-            engine,
-        })
-    }
-
-    /// What the query batcher has done, when queries are batched.
-    pub fn batch_stats(&self) -> Option<BatchStats> {
-        match &self.runs {
-            Runs::Batched(batcher) => Some(batcher.stats()),
-            _ => None,
+    /// This worker, with concurrent callers' queries gathered and embedded up to `max` per
+    /// model call by whoever drains them ([`EmbedWorker::leave_query`],
+    /// [`EmbedWorker::drain_queries`]), split among as many drains as there are copies. A
+    /// query's vector must not depend on what shares its call: true of every engine here (the
+    /// native engine quantises per token and packs sequences without padding; the ONNX
+    /// embedder embeds a per-call-quantised model's queries one per call).
+    pub fn gathering(self, max: usize) -> Self {
+        let drainers = match &self.runs {
+            Runs::OnCaller(lender) => lender.copies,
+            Runs::OnThreads(_) => 1,
+        };
+        EmbedWorker {
+            gather: Some(Arc::new(Gather::new(max, drainers))),
+            ..self
         }
     }
 
-    /// Whether queries go through a batcher (then [`EmbedWorker::submit_query`] awaits
-    /// without holding a thread).
-    pub fn batches_queries(&self) -> bool {
-        matches!(self.runs, Runs::Batched(_))
+    /// What the gathered queries' drains have run, when queries are gathered.
+    pub fn batch_stats(&self) -> Option<BatchStats> {
+        self.gather.as_ref().map(|g| g.stats())
     }
 
-    /// Queues one query on a batching worker and returns at once; `reply` gets its vector on a
-    /// model thread. Requests of a caller whose `alive` turns false are dropped unrun. Fails
-    /// (and drops `reply`) when the worker does not batch or its queue is full.
-    pub fn submit_query(
+    /// Whether queries are gathered (then [`EmbedWorker::leave_query`] takes them).
+    pub fn gathers_queries(&self) -> bool {
+        self.gather.is_some()
+    }
+
+    /// Leaves one query to be embedded with whatever else waits; `reply` gets its vector from
+    /// the drain that runs it. A query of a caller whose `alive` turns false is dropped unrun.
+    /// True when the caller must schedule a drain ([`EmbedWorker::drain_queries`] on a thread
+    /// of its pool). Without gathering, the query is embedded at once on this thread.
+    #[must_use = "when true, a drain must be scheduled or the query waits forever"]
+    pub fn leave_query(
         &self,
         text: String,
         alive: Option<Arc<std::sync::atomic::AtomicBool>>,
         reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
-    ) -> Result<(), ModelError> {
-        let Runs::Batched(batcher) = &self.runs else {
-            return Err(ModelError::Unavailable(
-                "this embedder does not batch queries".into(),
-            ));
-        };
-        let reply = Box::new(move |out: Result<Vec<Vec<f32>>, ModelError>| {
-            reply(out.and_then(only_vector))
-        });
-        batcher
-            .try_submit(EmbedJob::Query(text), 1, alive, reply)
-            .map_err(|_| {
-                ModelError::Unavailable(format!(
-                    "the query embedder's queue is full ({} waiting)",
-                    batcher.policy().queue
-                ))
-            })
+    ) -> bool {
+        match &self.gather {
+            Some(gather) => gather.leave(text, alive, reply),
+            None => {
+                reply(self.embed_query(&text));
+                false
+            }
+        }
+    }
+
+    /// Embeds a batch of the gathered queries on this thread; calls `schedule` when another
+    /// drain must follow (see [`Gather::drain`]).
+    pub fn drain_queries(&self, schedule: impl Fn()) {
+        if let Some(gather) = &self.gather {
+            gather.drain(|texts: &[String]| self.embed_queries(texts), schedule);
+        }
     }
 
     pub fn model_id(&self) -> &str {
@@ -285,11 +248,11 @@ impl EmbedWorker {
         self.dimension
     }
 
+    /// The engine the copies run (`onnx`, `native-int8`, …).
     pub fn engine(&self) -> &str {
         &self.engine
     }
 
-    /// One search query's vector ([`crate::embed_query`]).
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
         match &self.runs {
             Runs::OnThreads(worker) => {
@@ -297,9 +260,17 @@ impl EmbedWorker {
                 worker.call(move |e| crate::embed_query(e, &text))
             }
             Runs::OnCaller(lender) => lender.with(|e| crate::embed_query(e, text)),
-            Runs::Batched(batcher) => {
-                only_vector(batcher.call(EmbedJob::Query(text.to_string()), 1)?)
+        }
+    }
+
+    /// Queries' vectors from one model call, in order.
+    pub fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+        match &self.runs {
+            Runs::OnThreads(worker) => {
+                let texts = texts.to_vec();
+                worker.call(move |e| queries_of(e, &texts))
             }
+            Runs::OnCaller(lender) => lender.with(|e| queries_of(e, texts)),
         }
     }
 
@@ -307,19 +278,22 @@ impl EmbedWorker {
         match &self.runs {
             Runs::OnThreads(worker) => worker.call(move |e| embed_all(e, &texts)),
             Runs::OnCaller(lender) => lender.with(|e| embed_all(e, &texts)),
-            Runs::Batched(batcher) => {
-                let cost = batcher.policy().max_cost;
-                batcher.call(EmbedJob::Documents(texts), cost)
-            }
         }
     }
 }
 
-fn only_vector(mut vectors: Vec<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
-    match (vectors.pop(), vectors.is_empty()) {
-        (Some(v), true) => Ok(v),
-        _ => Err(ModelError::Output("not one vector for one query".into())),
+/// One vector per query, or an error naming the mismatch.
+fn queries_of(embedder: &mut dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder.embed_queries(&refs)?;
+    if vectors.len() != texts.len() {
+        return Err(ModelError::Output(format!(
+            "{} vectors for {} queries",
+            vectors.len(),
+            texts.len()
+        )));
     }
+    Ok(vectors)
 }
 
 fn embed_all(embedder: &mut dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -78,16 +78,14 @@ impl OnnxEmbedder {
         batch: usize,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let mut rows: Vec<TokenRow> = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| ModelError::Tokenizer(e.to_string()))?
-            .iter()
-            .map(|e| TokenRow {
-                ids: e.get_ids().to_vec(),
-                type_ids: e.get_type_ids().to_vec(),
-            })
-            .collect();
+        let mut rows: Vec<TokenRow> =
+            stillweb_model_core::tokens::encode_all(&self.tokenizer, inputs)?
+                .iter()
+                .map(|e| TokenRow {
+                    ids: e.get_ids().to_vec(),
+                    type_ids: e.get_type_ids().to_vec(),
+                })
+                .collect();
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(rows[i].ids.len()));
         let mut out = vec![Vec::new(); texts.len()];

@@ -115,6 +115,102 @@ fn kernels_threads_and_batching_give_identical_vectors() {
     }
 }
 
+/// Queries gathered from concurrent callers and embedded in batches (as a server's search
+/// threads drain them) get the vectors they get alone, bit for bit, at every length: one query of
+/// each length from 3 to 130 tokens, mixed into batches that pack several lengths into each
+/// forward call (the engine pads nothing: a call's rows are its queries' real tokens).
+#[test]
+fn gathered_queries_of_every_length_equal_queries_alone() {
+    use std::sync::mpsc;
+    use stillweb_models::worker::EmbedWorker;
+    let Some(mut alone) = native(1, Kernel::detect()) else {
+        return;
+    };
+    const WORDS: [&str; 8] = [
+        "river", "light", "stone", "music", "glass", "winter", "paper", "field",
+    ];
+    // Each word is one token: a query of n words is n + 2 tokens with [CLS] and [SEP].
+    let queries: Vec<String> = (1..=128)
+        .map(|n| {
+            (0..n)
+                .map(|i| WORDS[(i * 5 + n) % WORDS.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
+    let want: Vec<Vec<u32>> = queries
+        .iter()
+        .map(|q| bits(&alone.embed_queries(&[q.as_str()]).expect("alone")[0]))
+        .collect();
+
+    let copies: Vec<Box<dyn Embedder>> = (0..2)
+        .map(|_| Box::new(native(1, Kernel::detect()).expect("copy")) as Box<dyn Embedder>)
+        .collect();
+    let worker = EmbedWorker::lend_copies(copies).gathering(32);
+    // Two drain threads (a server's search threads) and 16 callers, each leaving its queries
+    // one at a time; a drain left queries asks for the next through the channel.
+    let (drain_tx, drain_rx) = mpsc::channel::<bool>();
+    let drain_rx = std::sync::Mutex::new(drain_rx);
+    let got: Vec<(usize, Vec<u32>)> = std::thread::scope(|scope| {
+        for _ in 0..2 {
+            let (drain_rx, drain_tx, worker) = (&drain_rx, drain_tx.clone(), &worker);
+            scope.spawn(move || {
+                while let Ok(true) = drain_rx.lock().expect("lock").recv() {
+                    worker.drain_queries(|| drain_tx.send(true).expect("send"));
+                }
+            });
+        }
+        let callers: Vec<_> = (0..16)
+            .map(|c| {
+                let (queries, worker, drain_tx) = (&queries, &worker, drain_tx.clone());
+                scope.spawn(move || {
+                    (c..queries.len())
+                        .step_by(16)
+                        .map(|i| {
+                            let (tx, rx) = mpsc::sync_channel(1);
+                            let reply = Box::new(move |v| tx.send(v).expect("reply"));
+                            if worker.leave_query(queries[i].clone(), None, reply) {
+                                drain_tx.send(true).expect("send");
+                            }
+                            (i, bits(&rx.recv().expect("a reply").expect("a vector")))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let got = callers
+            .into_iter()
+            .flat_map(|c| c.join().expect("caller"))
+            .collect();
+        for _ in 0..2 {
+            drain_tx.send(false).expect("stop the drains");
+        }
+        got
+    });
+    assert_eq!(got.len(), queries.len());
+    for (i, vector) in got {
+        assert_eq!(
+            vector,
+            want[i],
+            "query of {} tokens: gathered != alone",
+            i + 3
+        );
+    }
+    // All of them in one call: forward calls that pack queries of many lengths.
+    let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let together: Vec<Vec<u32>> = alone
+        .embed_queries(&refs)
+        .expect("together")
+        .iter()
+        .map(|v| bits(v))
+        .collect();
+    assert_eq!(together, want, "one call of every length != alone");
+    let stats = worker.batch_stats().expect("gathering");
+    eprintln!("{} queries in {} drains", stats.requests, stats.runs);
+    assert_eq!(stats.requests, queries.len() as u64);
+}
+
 /// A copy of the default embedder's directory with `edit` applied to its model.toml and
 /// config.json (the weights linked, not copied); None where models/fetch has not run.
 fn edited_copy(edit: impl Fn(&str, &str) -> String) -> Option<tempfile::TempDir> {

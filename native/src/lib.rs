@@ -24,7 +24,7 @@ use tokenizers::Tokenizer;
 
 use bert::{Bert, Workspace};
 pub use gemm::Kernel;
-use stillweb_model_core::tokens::{load_tokenizer, pool};
+use stillweb_model_core::tokens::{encode_all, load_tokenizer, pool};
 use stillweb_model_core::{Embedder, ModelConfig, ModelError, ModelKind, Pooling, normalize};
 
 /// Tokens per forward call: what measured fastest (256, 1,024 and 2,048 were slower); the
@@ -121,10 +121,7 @@ impl NativeEmbedder {
 
     fn embed(&mut self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, ModelError> {
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
+        let encodings = encode_all(&self.tokenizer, inputs)?;
         // Longest first, in calls of about TOKENS_PER_CALL tokens, handed to threads in turn.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));

@@ -192,14 +192,12 @@ pub struct Args {
     /// others to join it (a busy reranker never waits: pools queue while it runs).
     #[arg(long, env = "STILLWEB_RERANK_BATCH_WAIT_MS", default_value_t = 2)]
     pub rerank_batch_wait_ms: u64,
-    /// Dynamic batching of query embedding: concurrent searches' queries are gathered, up to
-    /// this many, and embedded in one model call by model threads of their own (one per search
-    /// thread). 0: each search thread embeds its own query on a copy lent to it.
-    #[arg(long, env = "STILLWEB_EMBED_BATCH_QUERIES", default_value_t = 0)]
+    /// Query embedding in batches: concurrent searches' queries (and a batch or `/retrieve`
+    /// call's) wait in one queue, and a search thread embeds up to this many in one model call,
+    /// with no wait: a lone query is embedded at once, and queries gather while the threads are
+    /// busy. 0: each search embeds its own query.
+    #[arg(long, env = "STILLWEB_EMBED_BATCH_QUERIES", default_value_t = 32)]
     pub embed_batch_queries: usize,
-    /// How long an idle query embedder waits, after the first query arrives, for others.
-    #[arg(long, env = "STILLWEB_EMBED_BATCH_WAIT_MS", default_value_t = 1)]
-    pub embed_batch_wait_ms: u64,
     /// Intra-op threads of the reranker; 0: one per core (it runs batches from every search,
     /// so it is the one model worth the whole machine).
     #[arg(long, env = "STILLWEB_RERANKER_THREADS", default_value_t = 0)]
@@ -313,9 +311,9 @@ pub struct Config {
     pub rerank_batch: stillweb_models::batcher::BatchPolicy,
     /// The reranker's intra-op threads (`--reranker-threads`, 0 resolved to the core count).
     pub reranker_threads: usize,
-    /// How the query embedder gathers concurrent queries; `None`: no batching
-    /// (`--embed-batch-queries 0`).
-    pub embed_batch: Option<stillweb_models::batcher::BatchPolicy>,
+    /// Most queries the query embedder gathers into one model call; `None`: each search embeds
+    /// its own (`--embed-batch-queries 0`).
+    pub embed_batch: Option<usize>,
     pub max_k: i64,
     pub max_batch: usize,
     pub max_retrieve_batch: usize,
@@ -540,13 +538,7 @@ impl Args {
                 max_wait: Duration::from_millis(self.rerank_batch_wait_ms),
                 queue: 1024,
             },
-            embed_batch: (self.embed_batch_queries > 0).then(|| {
-                stillweb_models::batcher::BatchPolicy {
-                    max_cost: self.embed_batch_queries,
-                    max_wait: Duration::from_millis(self.embed_batch_wait_ms),
-                    queue: 4096,
-                }
-            }),
+            embed_batch: (self.embed_batch_queries > 0).then_some(self.embed_batch_queries),
             reranker_threads: if self.reranker_threads == 0 {
                 cores
             } else {

@@ -330,10 +330,11 @@ fn verify_checksums(dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The query embedder (loaded when some collection's mode uses vectors): one copy per search thread, behind a
-/// dynamic batcher with `--embed-batch-queries`, else lent to the search thread that embeds (no hop to a model thread: on SciFact, ~25% more searches/s at 8
-/// and 32 clients, BENCHMARKS.md). With a single copy the other search threads idled in line
-/// behind it.
+/// The query embedder (loaded when some collection's mode uses vectors): one copy per search
+/// thread, lent to the search thread that embeds (no hop to a model thread: on SciFact, ~25% more
+/// searches/s at 8 and 32 clients than model threads of its own, BENCHMARKS.md), with concurrent
+/// queries gathered into one call by `--embed-batch-queries`. With a single copy the other
+/// search threads idled in line behind it.
 fn load_query_embedder(config: &Config) -> anyhow::Result<Option<EmbedWorker>> {
     let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
     for _ in 0..config.search_threads.max(1) {
@@ -353,9 +354,10 @@ fn load_query_embedder(config: &Config) -> anyhow::Result<Option<EmbedWorker>> {
     }
     info!(model = copies[0].model_id(), provider = %config.provider, sessions = copies.len(),
         batch = ?config.embed_batch, "query embedder loaded");
+    let lent = EmbedWorker::lend_copies(copies);
     Ok(Some(match config.embed_batch {
-        Some(policy) => EmbedWorker::spawn_batching(copies, "stillweb-embed", policy)?,
-        None => EmbedWorker::lend_copies(copies),
+        Some(max) => lent.gathering(max),
+        None => lent,
     }))
 }
 

@@ -28,6 +28,14 @@ impl SearchPool {
         })
     }
 
+    /// Queues `work` on the pool without waiting for it. Called from outside the pool, it
+    /// queues behind the work already waiting; from one of the pool's own threads, rayon would
+    /// run it before that work, so such callers go through the async runtime (see
+    /// `service::models`).
+    pub fn spawn(&self, work: impl FnOnce() + Send + 'static) {
+        self.pool.spawn(work);
+    }
+
     /// Runs `work` on the pool and awaits its result. A panic inside `work` becomes an internal
     /// error for this request only. Work whose caller stopped waiting before a thread reached it
     /// (the client went away, or the request timed out in the queue) is skipped, and model

@@ -4,6 +4,7 @@
 pub mod embed;
 pub mod gemm;
 pub mod queries;
+pub mod query_batches;
 pub mod rerank;
 
 use std::path::Path;

@@ -1,7 +1,10 @@
 //! `stillweb-indexer bench-queries`: query-embedding throughput with many concurrent callers, as
-//! a server's searches embed: copies lent to callers in turn, and the dynamic batcher.
+//! a server's searches embed: each caller embedding its own query on a copy lent to it, and the
+//! callers' queries gathered and drained in batches by a pool of one thread per copy.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -37,16 +40,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let load = || -> anyhow::Result<Vec<Box<dyn Embedder>>> {
         (0..copies).map(|_| args.model.load()).collect()
     };
-    let policy = stillweb_models::batcher::BatchPolicy {
-        max_cost: args.batch,
-        max_wait: std::time::Duration::from_millis(1),
-        queue: 4096,
-    };
     for (mode, worker) in [
-        ("lent", EmbedWorker::lend_copies(load()?)),
+        ("alone", EmbedWorker::lend_copies(load()?)),
         (
-            "batched",
-            EmbedWorker::spawn_batching(load()?, "bench-embed", policy)?,
+            "gathered",
+            EmbedWorker::lend_copies(load()?).gathering(args.batch),
         ),
     ] {
         let report = query_throughput(
@@ -65,7 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[derive(Debug, Serialize)]
 pub struct QueryThroughput {
     pub model: String,
-    /// `lent` (a copy lent to each caller in turn) or `batched` (the dynamic batcher).
+    /// `alone` (each caller embeds its query on a copy lent to it) or `gathered` (the callers'
+    /// queries drained in batches by one thread per copy, as on a server's search threads).
     pub mode: String,
     pub copies: usize,
     pub concurrency: usize,
@@ -75,9 +74,10 @@ pub struct QueryThroughput {
 }
 
 /// `concurrency` threads embedding queries one at a time through `worker` for `seconds` (after
-/// each embedded one), as concurrent searches do.
+/// each embedded one), as concurrent searches do. When `worker` gathers queries, `copies`
+/// threads drain them, as a server's search threads do.
 pub fn query_throughput(
-    worker: &stillweb_models::worker::EmbedWorker,
+    worker: &EmbedWorker,
     mode: &str,
     copies: usize,
     queries: &[String],
@@ -85,29 +85,58 @@ pub fn query_throughput(
     seconds: f64,
 ) -> anyhow::Result<QueryThroughput> {
     anyhow::ensure!(!queries.is_empty(), "no queries");
-    let done = std::sync::atomic::AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     let started = Instant::now();
+    let (drain_tx, drain_rx) = mpsc::channel::<()>();
+    let drain_rx = Mutex::new(drain_rx);
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        let handles: Vec<_> = (0..concurrency)
+        for _ in 0..copies {
+            let (drain_rx, drain_tx, stop) = (&drain_rx, drain_tx.clone(), &stop);
+            scope.spawn(move || {
+                while drain_rx.lock().map(|rx| rx.recv()).is_ok_and(|r| r.is_ok())
+                    && !stop.load(Ordering::Acquire)
+                {
+                    worker.drain_queries(|| {
+                        let _ = drain_tx.send(());
+                    });
+                }
+            });
+        }
+        let callers: Vec<_> = (0..concurrency)
             .map(|t| {
-                let done = &done;
+                let (done, drain_tx) = (&done, drain_tx.clone());
                 scope.spawn(move || -> anyhow::Result<()> {
                     let mut i = t;
                     while started.elapsed().as_secs_f64() < seconds {
-                        worker.embed_query(&queries[i % queries.len()])?;
-                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let (tx, rx) = mpsc::sync_channel(1);
+                        let reply = Box::new(move |v| {
+                            let _ = tx.send(v);
+                        });
+                        if worker.leave_query(queries[i % queries.len()].clone(), None, reply) {
+                            let _ = drain_tx.send(());
+                        }
+                        rx.recv()??;
+                        done.fetch_add(1, Ordering::Relaxed);
                         i += concurrency;
                     }
                     Ok(())
                 })
             })
             .collect();
-        for handle in handles {
-            handle
+        let mut result = Ok(());
+        for caller in callers {
+            let joined = caller
                 .join()
-                .map_err(|_| anyhow::anyhow!("a caller panicked"))??;
+                .map_err(|_| anyhow::anyhow!("a caller panicked"))
+                .and_then(|r| r);
+            result = result.and(joined);
         }
-        Ok(())
+        stop.store(true, Ordering::Release);
+        for _ in 0..copies {
+            let _ = drain_tx.send(());
+        }
+        result
     })?;
     let seconds = started.elapsed().as_secs_f64();
     let queries_done = done.into_inner();

@@ -1,55 +1,58 @@
-//! Model calls awaited without holding a search thread: a query's vector and a rerank pool's
-//! scores are queued on their model's dynamic batcher, and the request's task waits for the
-//! answer, so that requests arriving together share model runs (a blocking call would hold one
-//! of the few search threads, capping what meets in a batch at their number).
+//! Model calls awaited without holding a search thread: a query is left in the embedder's queue
+//! for a drain on the search pool, a rerank pool is queued on the reranker's dynamic batcher, and
+//! the request's task waits for the answer, so that requests arriving together share model runs
+//! (a blocking call would hold one of the few search threads, capping what meets in a batch at
+//! their number).
 
 use std::sync::Arc;
 
 use stillweb_index::search::pipeline;
 use stillweb_models::ModelError;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
-use crate::pool::Waiting;
+use crate::pool::{SearchPool, Waiting};
 use crate::state::AppState;
 
-/// The query vector of `text` from the embedding cache, or from a batching embedder: queued
-/// with other searches' queries and awaited without holding a search thread, so that queries
-/// arriving together are embedded in one model call.
-pub async fn batched_vector(
-    state: &AppState,
+/// The query vector of `text` from an embedder that gathers queries: left in its queue and
+/// awaited without holding a search thread, while a drain on the search pool embeds it with
+/// whatever else waits there.
+async fn gathered_vector(
+    pool: &SearchPool,
     embedder: &EmbedWorker,
     text: &str,
 ) -> Result<Vec<f32>, ApiError> {
-    if let Some(v) = state.embeddings.get(&text.to_string()) {
-        state.metrics.cache("embeddings", true);
-        return Ok(v.to_vec());
-    }
-    state.metrics.cache("embeddings", false);
     let (tx, rx) = oneshot::channel();
     // Dropped with this future (the client went away, or a timeout fired): the query is then
     // dropped before it runs.
     let waiting = Waiting::new();
-    embedder
-        .submit_query(
-            text.to_string(),
-            Some(waiting.flag()),
-            Box::new(move |vector| {
-                let _ = tx.send(vector);
-            }),
-        )
-        .map_err(|e| ApiError::new(ErrorCode::Overloaded, e.to_string()))?;
+    let reply = Box::new(move |vector| {
+        let _ = tx.send(vector);
+    });
+    if embedder.leave_query(text.to_string(), Some(waiting.flag()), reply) {
+        schedule_drain(pool.clone(), embedder.clone(), Handle::current());
+    }
     let vector = rx
         .await
         .map_err(|_| ApiError::internal("the query embedder stopped"))?
         .map_err(ApiError::internal)?;
     drop(waiting);
-    state
-        .embeddings
-        .insert(text.to_string(), Arc::new(vector.clone()));
     Ok(vector)
+}
+
+/// Queues a drain of the embedder's gathered queries on the search pool, behind the searches'
+/// work already queued there. A drain that leaves queries waiting asks for the next one through
+/// the runtime: queued from the pool's own thread, rayon would run it ahead of that work.
+fn schedule_drain(pool: SearchPool, embedder: EmbedWorker, runtime: Handle) {
+    pool.clone().spawn(move || {
+        embedder.drain_queries(|| {
+            let (pool, embedder, again) = (pool.clone(), embedder.clone(), runtime.clone());
+            runtime.spawn(async move { schedule_drain(pool, embedder, again) });
+        });
+    });
 }
 
 /// `passages` scored against `query` by the reranker's batcher.
@@ -81,7 +84,8 @@ pub async fn reranked(
 }
 
 /// The server's models as the search pipeline calls them: the query vector from the embedding
-/// cache, the batcher or a search thread; the rerank scores from the reranker's batcher.
+/// cache, the gathered queries' drains or a search thread; the rerank scores from the reranker's
+/// batcher.
 #[derive(Debug)]
 pub struct ServerModels<'a> {
     pub state: &'a AppState,
@@ -105,19 +109,20 @@ impl pipeline::Models for ServerModels<'_> {
         let Some(embedder) = self.corpus.embedder() else {
             return Err(ApiError::internal("this server has no query embedder"));
         };
-        if embedder.batches_queries() {
-            return batched_vector(state, embedder, text).await;
-        }
         if let Some(v) = state.embeddings.get(&text.to_string()) {
             state.metrics.cache("embeddings", true);
             return Ok(v.to_vec());
         }
         state.metrics.cache("embeddings", false);
-        let (worker, owned) = (embedder.clone(), text.to_string());
-        let vector = state
-            .pool
-            .run(move || worker.embed_query(&owned).map_err(ApiError::internal))
-            .await?;
+        let vector = if embedder.gathers_queries() {
+            gathered_vector(&state.pool, embedder, text).await?
+        } else {
+            let (worker, owned) = (embedder.clone(), text.to_string());
+            state
+                .pool
+                .run(move || worker.embed_query(&owned).map_err(ApiError::internal))
+                .await?
+        };
         state
             .embeddings
             .insert(text.to_string(), Arc::new(vector.clone()));

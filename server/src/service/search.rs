@@ -311,8 +311,10 @@ pub struct Timing {
     pub total: Duration,
 }
 
-/// Runs `queries` with at most two per search thread in flight (so the pool stays busy while
-/// results travel back, and a batch of thousands holds a bounded number of searches at once),
+/// Runs `queries` with at most two per search thread in flight, or one embedding batch
+/// (`--embed-batch-queries`) where that is more (so the pool stays busy while results travel
+/// back, the queries are embedded together, and a batch of thousands holds a bounded number of
+/// searches at once),
 /// and returns each query's answer or error in query order. With a session, the answered
 /// searches are recorded in query order. An internal failure (a panicked task) fails the whole
 /// batch; a query's own error is its entry's.
@@ -325,7 +327,10 @@ pub async fn answer_many(
     // One build answers the whole batch.
     let corpus = state.corpus();
     let next = Arc::new(AtomicUsize::new(0));
-    let workers = (state.config.search_threads * 2).clamp(1, queries.len().max(1));
+    // Enough in flight that their queries meet in one embedding batch.
+    let workers = (state.config.search_threads * 2)
+        .max(state.config.embed_batch.unwrap_or(0))
+        .clamp(1, queries.len().max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
         let (state, queries, next) = (state.clone(), queries.clone(), next.clone());
