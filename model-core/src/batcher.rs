@@ -89,9 +89,19 @@ pub struct BatchStats {
 
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub(crate) runs: AtomicU64,
-    pub(crate) requests: AtomicU64,
-    pub(crate) cancelled: AtomicU64,
+    runs: AtomicU64,
+    requests: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn stats(&self) -> BatchStats {
+        BatchStats {
+            runs: self.runs.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+        }
+    }
 }
 
 struct Queue<Req, Out> {
@@ -186,12 +196,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
     }
 
     pub fn stats(&self) -> BatchStats {
-        let c = &self.queue.counters;
-        BatchStats {
-            runs: c.runs.load(Ordering::Relaxed),
-            requests: c.requests.load(Ordering::Relaxed),
-            cancelled: c.cancelled.load(Ordering::Relaxed),
-        }
+        self.queue.counters.stats()
     }
 
     /// Queues `request` (of `cost`, in the policy's unit) and waits for its output. Blocks
@@ -222,13 +227,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
         if state.jobs.len() >= self.policy.queue.max(1) {
             return Err(request);
         }
-        state.jobs.push_back(Job {
-            request,
-            cost,
-            arrived: Instant::now(),
-            caller: alive,
-            reply,
-        });
+        state.jobs.push_back(Job::new(request, cost, alive, reply));
         drop(state);
         self.queue.arrived.notify_one();
         Ok(())
@@ -236,13 +235,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
 
     /// Queues `request`; `reply` gets its output (or error) on a model thread.
     pub fn submit(&self, request: Req, cost: usize, reply: Reply<Out>) {
-        let job = Job {
-            request,
-            cost,
-            arrived: Instant::now(),
-            caller: CALLER.with(|c| c.borrow().clone()),
-            reply,
-        };
+        let job = Job::new(request, cost, CALLER.with(|c| c.borrow().clone()), reply);
         let mut state = self.queue.lock();
         while state.jobs.len() >= self.policy.queue.max(1) {
             state = self

@@ -13,7 +13,7 @@
 //! batch fails each of its requests is run alone, so one bad request fails only itself.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::ModelError;
@@ -120,17 +120,13 @@ impl<Req, Out> Gather<Req, Out> {
 
     /// What the drains have run since the start.
     pub fn stats(&self) -> BatchStats {
-        let c = &self.counters;
-        BatchStats {
-            runs: c.runs.load(Ordering::Relaxed),
-            requests: c.requests.load(Ordering::Relaxed),
-            cancelled: c.cancelled.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
     use std::sync::mpsc;
 
     use super::*;

@@ -4,7 +4,8 @@
 //! serve one channel: a caller that blocks on the reply then never waits for another caller's
 //! model run, and each request's result stays the same whichever copy computes it.
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use crate::batcher::{BatchPolicy, BatchStats, Batcher, RunBatch};
 use crate::gather::Gather;
@@ -51,7 +52,7 @@ impl<M: ?Sized + Send + 'static> ModelWorker<M> {
                         // The lock is held only while waiting for the next job, not while running it.
                         let job = receiver
                             .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .unwrap_or_else(PoisonError::into_inner)
                             .recv();
                         match job {
                             Ok(job) => job(&mut model),
@@ -113,10 +114,7 @@ impl std::fmt::Debug for Lender {
 
 impl Lender {
     fn with<R>(&self, work: impl FnOnce(&mut dyn Embedder) -> R) -> R {
-        let mut free = self
-            .free
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         let mut model = loop {
             match free.pop() {
                 Some(model) => break model,
@@ -124,7 +122,7 @@ impl Lender {
                     free = self
                         .returned
                         .wait(free)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        .unwrap_or_else(PoisonError::into_inner);
                 }
             }
         };
@@ -132,7 +130,7 @@ impl Lender {
         let result = work(&mut *model);
         self.free
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .push(model);
         self.returned.notify_one();
         result
@@ -220,7 +218,7 @@ impl EmbedWorker {
     pub fn leave_query(
         &self,
         text: String,
-        alive: Option<Arc<std::sync::atomic::AtomicBool>>,
+        alive: Option<Arc<AtomicBool>>,
         reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
     ) -> bool {
         match &self.gather {
@@ -278,6 +276,74 @@ impl EmbedWorker {
         match &self.runs {
             Runs::OnThreads(worker) => worker.call(move |e| embed_all(e, &texts)),
             Runs::OnCaller(lender) => lender.with(|e| embed_all(e, &texts)),
+        }
+    }
+}
+
+/// Threads that drain a gathering worker's queries when asked, as a server's search threads do,
+/// for tools and tests that have no search pool. Dropped, they stop once their drains end.
+#[derive(Debug)]
+pub struct DrainThreads {
+    worker: EmbedWorker,
+    ask: mpsc::Sender<()>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl DrainThreads {
+    /// `threads` threads draining `worker`'s gathered queries.
+    pub fn spawn(worker: &EmbedWorker, threads: usize) -> std::io::Result<Self> {
+        let (ask, asked) = mpsc::channel::<()>();
+        let asked = Arc::new(Mutex::new(asked));
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..threads.max(1))
+            .map(|_| {
+                let (worker, asked, ask, stop) =
+                    (worker.clone(), asked.clone(), ask.clone(), stop.clone());
+                std::thread::Builder::new()
+                    .name("stillweb-drain".into())
+                    .spawn(move || {
+                        let next = || {
+                            let asked = asked.lock().unwrap_or_else(PoisonError::into_inner);
+                            asked.recv().is_ok()
+                        };
+                        while next() && !stop.load(Ordering::Acquire) {
+                            worker.drain_queries(|| {
+                                let _ = ask.send(());
+                            });
+                        }
+                    })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(DrainThreads {
+            worker: worker.clone(),
+            ask,
+            stop,
+            threads,
+        })
+    }
+
+    /// One query's vector, gathered with whatever else waits and embedded by a drain.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let reply = Box::new(move |vector| {
+            let _ = tx.send(vector);
+        });
+        if self.worker.leave_query(text.to_string(), None, reply) {
+            let _ = self.ask.send(());
+        }
+        rx.recv().map_err(|_| ModelError::WorkerGone)?
+    }
+}
+
+impl Drop for DrainThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for _ in &self.threads {
+            let _ = self.ask.send(());
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
         }
     }
 }
@@ -382,7 +448,7 @@ impl RerankWorker {
         &self,
         query: String,
         passages: Vec<String>,
-        alive: Option<Arc<std::sync::atomic::AtomicBool>>,
+        alive: Option<Arc<AtomicBool>>,
         reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
     ) -> Result<(), ModelError> {
         let count = passages.len();

@@ -121,8 +121,7 @@ fn kernels_threads_and_batching_give_identical_vectors() {
 /// forward call (the engine pads nothing: a call's rows are its queries' real tokens).
 #[test]
 fn gathered_queries_of_every_length_equal_queries_alone() {
-    use std::sync::mpsc;
-    use stillweb_models::worker::EmbedWorker;
+    use stillweb_models::worker::{DrainThreads, EmbedWorker};
     let Some(mut alone) = native(1, Kernel::detect()) else {
         return;
     };
@@ -149,44 +148,24 @@ fn gathered_queries_of_every_length_equal_queries_alone() {
         .collect();
     let worker = EmbedWorker::lend_copies(copies).gathering(32);
     // Two drain threads (a server's search threads) and 16 callers, each leaving its queries
-    // one at a time; a drain left queries asks for the next through the channel.
-    let (drain_tx, drain_rx) = mpsc::channel::<bool>();
-    let drain_rx = std::sync::Mutex::new(drain_rx);
+    // one at a time.
+    let drains = DrainThreads::spawn(&worker, 2).expect("drain threads");
     let got: Vec<(usize, Vec<u32>)> = std::thread::scope(|scope| {
-        for _ in 0..2 {
-            let (drain_rx, drain_tx, worker) = (&drain_rx, drain_tx.clone(), &worker);
-            scope.spawn(move || {
-                while let Ok(true) = drain_rx.lock().expect("lock").recv() {
-                    worker.drain_queries(|| drain_tx.send(true).expect("send"));
-                }
-            });
-        }
         let callers: Vec<_> = (0..16)
             .map(|c| {
-                let (queries, worker, drain_tx) = (&queries, &worker, drain_tx.clone());
+                let (queries, drains) = (&queries, &drains);
                 scope.spawn(move || {
                     (c..queries.len())
                         .step_by(16)
-                        .map(|i| {
-                            let (tx, rx) = mpsc::sync_channel(1);
-                            let reply = Box::new(move |v| tx.send(v).expect("reply"));
-                            if worker.leave_query(queries[i].clone(), None, reply) {
-                                drain_tx.send(true).expect("send");
-                            }
-                            (i, bits(&rx.recv().expect("a reply").expect("a vector")))
-                        })
+                        .map(|i| (i, bits(&drains.embed_query(&queries[i]).expect("a vector"))))
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
-        let got = callers
+        callers
             .into_iter()
             .flat_map(|c| c.join().expect("caller"))
-            .collect();
-        for _ in 0..2 {
-            drain_tx.send(false).expect("stop the drains");
-        }
-        got
+            .collect()
     });
     assert_eq!(got.len(), queries.len());
     for (i, vector) in got {

@@ -3,13 +3,12 @@
 //! callers' queries gathered and drained in batches by a pool of one thread per copy.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 use stillweb_models::Embedder;
-use stillweb_models::worker::EmbedWorker;
+use stillweb_models::worker::{DrainThreads, EmbedWorker};
 
 use crate::models::ModelArgs;
 
@@ -85,38 +84,24 @@ pub fn query_throughput(
     seconds: f64,
 ) -> anyhow::Result<QueryThroughput> {
     anyhow::ensure!(!queries.is_empty(), "no queries");
+    let drains = match worker.gathers_queries() {
+        true => Some(DrainThreads::spawn(worker, copies)?),
+        false => None,
+    };
+    let embed = |query: &str| match &drains {
+        Some(drains) => drains.embed_query(query),
+        None => worker.embed_query(query),
+    };
     let done = AtomicUsize::new(0);
     let started = Instant::now();
-    let (drain_tx, drain_rx) = mpsc::channel::<()>();
-    let drain_rx = Mutex::new(drain_rx);
-    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        for _ in 0..copies {
-            let (drain_rx, drain_tx, stop) = (&drain_rx, drain_tx.clone(), &stop);
-            scope.spawn(move || {
-                while drain_rx.lock().map(|rx| rx.recv()).is_ok_and(|r| r.is_ok())
-                    && !stop.load(Ordering::Acquire)
-                {
-                    worker.drain_queries(|| {
-                        let _ = drain_tx.send(());
-                    });
-                }
-            });
-        }
-        let callers: Vec<_> = (0..concurrency)
+        let handles: Vec<_> = (0..concurrency)
             .map(|t| {
-                let (done, drain_tx) = (&done, drain_tx.clone());
+                let (done, embed) = (&done, &embed);
                 scope.spawn(move || -> anyhow::Result<()> {
                     let mut i = t;
                     while started.elapsed().as_secs_f64() < seconds {
-                        let (tx, rx) = mpsc::sync_channel(1);
-                        let reply = Box::new(move |v| {
-                            let _ = tx.send(v);
-                        });
-                        if worker.leave_query(queries[i % queries.len()].clone(), None, reply) {
-                            let _ = drain_tx.send(());
-                        }
-                        rx.recv()??;
+                        embed(&queries[i % queries.len()])?;
                         done.fetch_add(1, Ordering::Relaxed);
                         i += concurrency;
                     }
@@ -124,19 +109,12 @@ pub fn query_throughput(
                 })
             })
             .collect();
-        let mut result = Ok(());
-        for caller in callers {
-            let joined = caller
+        for handle in handles {
+            handle
                 .join()
-                .map_err(|_| anyhow::anyhow!("a caller panicked"))
-                .and_then(|r| r);
-            result = result.and(joined);
+                .map_err(|_| anyhow::anyhow!("a caller panicked"))??;
         }
-        stop.store(true, Ordering::Release);
-        for _ in 0..copies {
-            let _ = drain_tx.send(());
-        }
-        result
+        Ok(())
     })?;
     let seconds = started.elapsed().as_secs_f64();
     let queries_done = done.into_inner();

@@ -103,10 +103,7 @@ pub async fn search(
         }))
     }
     .await;
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    result.map(Json).into_response()
 }
 
 pub async fn contents(
@@ -157,10 +154,7 @@ pub async fn contents(
         Ok(json!({"requestId": new_request_id(), "results": results, "statuses": statuses}))
     }
     .await;
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    result.map(Json).into_response()
 }
 
 /// Exa's error shape (`{"requestId", "error", "tag"}`), with 400 for bad requests.

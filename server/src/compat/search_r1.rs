@@ -49,10 +49,10 @@ pub async fn retrieve(
     sources: SessionSources,
     request: Result<ApiJson<RetrieveRequest>, ApiError>,
 ) -> Response {
-    match run(&state, sources, request).await {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    run(&state, sources, request)
+        .await
+        .map(Json)
+        .into_response()
 }
 
 async fn run(
@@ -141,10 +141,10 @@ pub async fn access(
     sources: SessionSources,
     request: Result<ApiJson<AccessRequest>, ApiError>,
 ) -> Response {
-    match run_access(&state, sources, request).await {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    run_access(&state, sources, request)
+        .await
+        .map(Json)
+        .into_response()
 }
 
 async fn run_access(

@@ -71,6 +71,17 @@ pub async fn scholar(
 }
 
 /// Query-string parameters, then the body's fields over them.
+/// The string field `name` of a merged request, or a 422 saying it is missing or not a string.
+fn required_string(fields: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
+    match fields.get(name) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(_) => Err(ApiError::invalid(format!("`{name}` must be a string"))),
+        None => Err(ApiError::invalid(format!(
+            "`{name}` is required (in the JSON body or the query string)"
+        ))),
+    }
+}
+
 fn merged(query: Option<&str>, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let mut fields = Map::new();
     for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
@@ -107,15 +118,7 @@ fn integer(fields: &Map<String, Value>, name: &str) -> Result<Option<i64>, ApiEr
 
 fn parse_request(query: Option<&str>, body: &[u8]) -> Result<SerperRequest, ApiError> {
     let fields = merged(query, body)?;
-    let q = match fields.get("q") {
-        Some(Value::String(q)) => q.clone(),
-        Some(_) => return Err(ApiError::invalid("`q` must be a string")),
-        None => {
-            return Err(ApiError::invalid(
-                "`q` is required (in the JSON body or the query string)",
-            ));
-        }
-    };
+    let q = required_string(&fields, "q")?;
     let kind = match fields.get("type") {
         Some(Value::String(t)) => t.clone(),
         _ => "search".to_string(),
@@ -243,15 +246,7 @@ async fn run_scrape(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let fields = merged(query, body)?;
-    let url = match fields.get("url") {
-        Some(Value::String(url)) => url.clone(),
-        Some(_) => return Err(ApiError::invalid("`url` must be a string")),
-        None => {
-            return Err(ApiError::invalid(
-                "`url` is required (in the JSON body or the query string)",
-            ));
-        }
-    };
+    let url = required_string(&fields, "url")?;
     let markdown = match fields.get("includeMarkdown") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,

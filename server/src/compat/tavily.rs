@@ -99,10 +99,7 @@ pub async fn search(
         }))
     }
     .await;
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    result.map(Json).into_response()
 }
 
 pub async fn extract(
@@ -149,10 +146,7 @@ pub async fn extract(
         }))
     }
     .await;
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    result.map(Json).into_response()
 }
 
 /// Tavily's error shape (`{"detail": {"error": "..."}}`), with 400 for bad requests (its client
