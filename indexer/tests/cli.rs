@@ -1444,6 +1444,63 @@ fn bench_gemm_reports_every_minilm_shape() {
 }
 
 #[test]
+fn bench_query_batches_reports_each_batch_size_and_refuses_an_empty_one() {
+    if !models_fetched() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let queries = dir.path().join("queries.jsonl");
+    // 3, 4 and 5 tokens with [CLS] and [SEP].
+    std::fs::write(
+        &queries,
+        "\"river\"\n{\"text\": \"river light\"}\n\"river light stone\"\n",
+    )
+    .expect("write");
+    let args = |batches: &'static str| {
+        indexer(&[
+            "bench-query-batches",
+            "--queries",
+            path_str(&queries),
+            "--batches",
+            batches,
+            "--seconds",
+            "0.05",
+            "--model-threads",
+            "1",
+        ])
+    };
+    let report = json(&args("1,2"));
+    assert_eq!(report["queries"], 3);
+    assert_eq!(report["tokens_per_query"], 4.0);
+    assert_eq!(report["engine"], "native-int8");
+    let batches = report["batches"].as_array().expect("batches");
+    assert_eq!(
+        batches
+            .iter()
+            .map(|b| b["batch"].clone())
+            .collect::<Vec<_>>(),
+        [1, 2]
+    );
+    for b in batches {
+        assert!(b["ms_per_query"].as_f64().expect("ms") > 0.0, "{b}");
+        assert!(b["model_gops"].as_f64().expect("gops") > 0.0, "{b}");
+    }
+    assert!(
+        report["native_int8_ceiling_gops"]
+            .as_f64()
+            .expect("ceiling")
+            > 0.0
+    );
+    let refused = args("8,0");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--batches [8, 0]: every batch size must be at least 1"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn engine_flag_picks_the_embedder_and_refuses_unknown_names() {
     if !models_fetched() {
         return;

@@ -182,6 +182,69 @@ fn closed_loop_searches_and_batches() {
     assert_eq!(report["batch_size"], 4);
 }
 
+/// A peer with Search-R1's `/retrieve` and no `/readyz`, which, as Search-R1's server does,
+/// fails a call that does not ask for scores; its base URL.
+fn search_r1_peer() -> String {
+    use axum::Json;
+    use axum::http::StatusCode;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async move {
+            let retrieve = |Json(body): Json<Value>| async move {
+                if body["return_scores"] != true {
+                    return Err(StatusCode::INTERNAL_SERVER_ERROR);
+                }
+                let hits: Vec<Value> = (0..body["topk"].as_u64().unwrap_or(3))
+                    .map(|i| serde_json::json!({"document": {"id": i, "contents": "\"T\"\nx"}, "score": 1.0}))
+                    .collect();
+                let result = vec![hits; body["queries"].as_array().map_or(0, Vec::len)];
+                Ok(Json(serde_json::json!({ "result": result })))
+            };
+            let app = axum::Router::new().route("/retrieve", axum::routing::post(retrieve));
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await.expect("serve");
+        });
+    });
+    url
+}
+
+#[test]
+fn the_retrieve_workload_drives_a_peer_without_a_readiness_route() {
+    let url = search_r1_peer();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let queries = query_file(dir.path());
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = loadtest(&[
+        "--target",
+        &url,
+        "--queries",
+        queries.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--workload",
+        "retrieve",
+        "--batch-size",
+        "4",
+        "--concurrency",
+        "2",
+        "--duration",
+        "1",
+    ]);
+    assert!(ok, "stdout: {stdout}\nstderr: {stderr}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("json"))
+            .expect("parse report");
+    let retrieve = &report["operations"]["retrieve"];
+    assert!(
+        retrieve["requests"].as_u64().expect("requests") > 0,
+        "{report}"
+    );
+    assert_eq!(retrieve["errors"], 0, "{report}");
+}
+
 #[test]
 fn refuses_a_target_that_is_not_loopback_or_not_serving() {
     let dir = tempfile::tempdir().expect("tempdir");

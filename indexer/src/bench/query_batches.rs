@@ -18,7 +18,7 @@ pub struct Args {
     /// Batch sizes to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,128")]
     batches: Vec<usize>,
-    /// Seconds per batch size (after one warm-up pass).
+    /// Seconds per batch size (after a warm-up), and per shape of the ceiling's products.
     #[arg(long, default_value_t = 4.0)]
     seconds: f64,
     #[command(flatten)]
@@ -54,6 +54,11 @@ pub struct BatchCost {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.batches.iter().all(|&b| b > 0),
+        "--batches {:?}: every batch size must be at least 1",
+        args.batches
+    );
     let queries = super::load_texts(&args.queries, None)?;
     let mut embedder = args.model.load()?;
     let config = stillweb_models::ModelConfig::load(&args.model.dir())?;
@@ -71,7 +76,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
     let mut batches = Vec::new();
     for &batch in &args.batches {
-        anyhow::ensure!(batch > 0, "a batch size must be at least 1");
         for call in refs.chunks(batch).take(8) {
             embedder.embed_queries(call)?;
         }
@@ -95,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             model_gops: round(per_second * tokens_per_query * OPS_PER_TOKEN / 1e9, 1),
         });
     }
-    let gemm = super::gemm::gemm_throughput(4096, args.model.threads(), 2.0);
+    let gemm = super::gemm::gemm_throughput(4096, args.model.threads(), args.seconds);
     let report = QueryBatches {
         model: embedder.model_id().to_string(),
         engine: embedder.engine().to_string(),
