@@ -6,7 +6,9 @@
 # embedding caches off. One closed-loop client program (stillweb-loadtest's `retrieve`
 # workload: Search-R1's `POST /retrieve {"queries", "topk": 3}`) drives both servers in turn,
 # a fresh server for each, at 1, 8 and 32 clients sending one query per call and at one client
-# sending calls of 32 queries; ROUNDS rounds alternate the two servers.
+# sending calls of 32 queries; ROUNDS rounds alternate the servers. stillweb runs twice: as it is,
+# and with `--embed-batch-queries 0` (each search embeds its own query, the default before
+# queries were gathered).
 #
 # The peer's code is never committed here: pass a checkout of
 # https://github.com/PeterGriffinJin/Search-R1 (its two files are copied into the cache and
@@ -121,13 +123,13 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2> /dev/null' EXIT
 echo "==> peer: Search-R1 $commit, torch $("$venv/bin/python" -c 'import torch; print(torch.__version__, "threads", torch.get_num_threads())')"
 for round in $(seq "$rounds"); do
-  for server in search-r1 stillweb; do
-    if [ "$server" = search-r1 ]; then
-      start_peer "$server-$round"
-    else
-      start_server "$out" "$server-$round" "$index" --result-cache-entries 0 \
-        --embedding-cache-entries 0 --request-timeout-secs 120
-    fi
+  for server in search-r1 stillweb stillweb-alone; do
+    flags=(--result-cache-entries 0 --embedding-cache-entries 0 --request-timeout-secs 120)
+    case $server in
+      search-r1) start_peer "$server-$round" ;;
+      stillweb) start_server "$out" "$server-$round" "$index" "${flags[@]}" ;;
+      stillweb-alone) start_server "$out" "$server-$round" "$index" "${flags[@]}" --embed-batch-queries 0 ;;
+    esac
     for c in 1 8 32; do drive "$server-$round-c$c" 1 "$c"; done
     drive "$server-$round-batch32" 32 1
     kill "$pid"; wait "$pid" 2> /dev/null || true
@@ -143,21 +145,23 @@ def run(server, r, setting):
     return s["rate"] * batch, s["latency_ms"]["p99"], s["errors"]
 rows = {}
 print(f"\nSearch-R1 {commit} vs stillweb, SciFact, medians of {rounds} rounds (each round in brackets)")
-print("| setting | Search-R1 q/s | p99 ms | stillweb q/s | p99 ms | ratio |")
-print("|---|---|---|---|---|---|")
+print("| setting | Search-R1 q/s | p99 ms | stillweb q/s | p99 ms | ratio | each embedding its own: q/s | p99 ms |")
+print("|---|---|---|---|---|---|---|---|")
+med = lambda xs, i: statistics.median(x[i] for x in xs)
+each = lambda xs, i: ", ".join(f"{x[i]:.1f}" for x in xs)
 for setting, label in [("c1", "1 client"), ("c8", "8 clients"), ("c32", "32 clients"),
                        ("batch32", "calls of 32, 1 client")]:
-    peer = [run("search-r1", r, setting) for r in range(1, rounds + 1)]
-    ours = [run("stillweb", r, setting) for r in range(1, rounds + 1)]
-    med = lambda xs, i: statistics.median(x[i] for x in xs)
+    peer, ours, alone = ([run(server, r, setting) for r in range(1, rounds + 1)]
+                         for server in ["search-r1", "stillweb", "stillweb-alone"])
     ratios = [o[0] / p[0] for o, p in zip(ours, peer)]
     rows[setting] = {"search_r1_qps": med(peer, 0), "search_r1_p99_ms": med(peer, 1),
                      "stillweb_qps": med(ours, 0), "stillweb_p99_ms": med(ours, 1),
-                     "ratio": statistics.median(ratios), "errors": sum(x[2] for x in peer + ours)}
-    each = lambda xs, i, f: ", ".join(f.format(x[i]) for x in xs)
-    print(f"| {label} | {med(peer, 0):.1f} ({each(peer, 0, '{:.1f}')}) | {med(peer, 1):.0f} | "
-          f"{med(ours, 0):.1f} ({each(ours, 0, '{:.1f}')}) | {med(ours, 1):.0f} | "
-          f"{statistics.median(ratios):.1f}× ({', '.join(f'{x:.1f}' for x in ratios)}) |")
+                     "ratio": statistics.median(ratios), "alone_qps": med(alone, 0),
+                     "alone_p99_ms": med(alone, 1), "errors": sum(x[2] for x in peer + ours + alone)}
+    print(f"| {label} | {med(peer, 0):.1f} ({each(peer, 0)}) | {med(peer, 1):.0f} | "
+          f"{med(ours, 0):.1f} ({each(ours, 0)}) | {med(ours, 1):.0f} | "
+          f"{statistics.median(ratios):.1f}× ({', '.join(f'{x:.1f}' for x in ratios)}) | "
+          f"{med(alone, 0):.1f} ({each(alone, 0)}) | {med(alone, 1):.0f} |")
 json.dump({"search_r1_commit": commit, "rounds": rounds, "settings": rows},
           open(f"{out}/results.json", "w"), indent=2)
 PY
