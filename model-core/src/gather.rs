@@ -1,13 +1,12 @@
 //! Batching without model threads: callers leave requests in one queue, and whoever drains it
-//! (a thread of the caller's own pool) runs everything waiting in one model call. A lone request
-//! is drained at once, so an idle server adds no wait; while the pool's threads are busy,
-//! requests pile up by themselves and the next drain takes them together.
+//! (a thread of the caller's own pool) runs what waits there in one model call.
 //!
-//! Who drains is the caller's business: [`Gather::leave`] says when a drain must be scheduled
-//! (none is queued yet), and [`Gather::drain`] calls back when another must follow (requests
-//! remain). At most one drain is queued at a time, so a burst of requests schedules one drain, not
-//! one each; a running drain takes its share of what waits among the idle drainers and asks for
-//! the next drain before it runs, so the pool's threads drain side by side.
+//! Each request left asks for one drain, queued on the caller's pool behind the work already
+//! there, where the request's own run would have been. A lone request is drained at once; while
+//! the pool's threads are busy, requests pile up by themselves, and a drain takes an even share
+//! of them among the drainers in one call, so that a burst (a batch call's queries) is split
+//! over the pool's threads instead of landing on whichever drain runs while the others are busy.
+//! Drains that find their requests already taken return at once.
 //!
 //! As in [`crate::batcher`], a request whose caller has gone is dropped unrun, and when a
 //! batch fails each of its requests is run alone, so one bad request fails only itself.
@@ -21,20 +20,12 @@ use crate::batcher::{BatchStats, Counters, Job, Reply, run_batch};
 
 /// A queue of requests that drains run in batches of at most `max` each.
 pub struct Gather<Req, Out> {
-    state: Mutex<State<Req, Out>>,
+    waiting: Mutex<VecDeque<Job<Req, Out>>>,
     counters: Counters,
     max: usize,
-    /// Drains that may run side by side (the pool's threads): a drain takes its share of what
-    /// waits, so that one batch does not leave the other threads idle.
+    /// Drains that may run side by side (the pool's threads): a drain takes an even share of
+    /// what waits, so that one batch does not leave the other threads idle.
     drainers: usize,
-}
-
-struct State<Req, Out> {
-    waiting: VecDeque<Job<Req, Out>>,
-    /// A drain is scheduled and has not started.
-    drain_queued: bool,
-    /// Drains running now.
-    running: usize,
 }
 
 impl<Req, Out> std::fmt::Debug for Gather<Req, Out> {
@@ -50,72 +41,42 @@ impl<Req, Out> Gather<Req, Out> {
     /// Batches of at most `max` requests, spread over up to `drainers` drains at once.
     pub fn new(max: usize, drainers: usize) -> Self {
         Gather {
-            state: Mutex::new(State {
-                waiting: VecDeque::new(),
-                drain_queued: false,
-                running: 0,
-            }),
+            waiting: Mutex::new(VecDeque::new()),
             counters: Counters::default(),
             max: max.max(1),
             drainers: drainers.max(1),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<Req, Out>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Job<Req, Out>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Leaves `request`; `reply` gets its output from whichever drain runs it. A request of a
-    /// caller whose `alive` turns false is dropped unrun. True when the caller must schedule a
-    /// drain (no drain is queued).
-    #[must_use = "when true, a drain must be scheduled or the request waits forever"]
-    pub fn leave(&self, request: Req, alive: Option<Arc<AtomicBool>>, reply: Reply<Out>) -> bool {
-        let mut state = self.lock();
-        state.waiting.push_back(Job::new(request, 1, alive, reply));
-        !std::mem::replace(&mut state.drain_queued, true)
+    /// caller whose `alive` turns false is dropped unrun. The caller must then schedule one
+    /// [`Gather::drain`]: the drains outnumber the requests waiting, so none waits forever.
+    pub fn leave(&self, request: Req, alive: Option<Arc<AtomicBool>>, reply: Reply<Out>) {
+        self.lock().push_back(Job::new(request, 1, alive, reply));
     }
 
-    /// Takes a batch of what waits (at most `max`, and no more than its share among the
-    /// drainers not running), runs it with `run` and replies to each request. Calls `schedule`
-    /// when requests remain and no drain is queued for them: before running when it left some
-    /// (another thread can take them meanwhile), and after when more arrived.
-    pub fn drain(&self, run: impl Fn(&[Req]) -> Result<Vec<Out>, ModelError>, schedule: impl Fn()) {
-        let (batch, rest) = {
-            let mut state = self.lock();
-            state.drain_queued = false;
-            let idle = self.drainers.saturating_sub(state.running).max(1);
-            let take = state
-                .waiting
-                .len()
-                .div_ceil(idle)
-                .clamp(1, self.max)
-                .min(state.waiting.len());
-            state.running += 1;
-            let batch: Vec<Job<Req, Out>> = state.waiting.drain(..take).collect();
-            (batch, self.queue_another(&mut state))
+    /// Runs its share of the waiting requests (the oldest; an even split among the drainers, at
+    /// most `max`) in one call with `run`, and replies to each. Returns at once when nothing
+    /// waits (earlier drains took this drain's request).
+    pub fn drain(&self, run: impl Fn(&[Req]) -> Result<Vec<Out>, ModelError>) {
+        let batch: Vec<Job<Req, Out>> = {
+            let mut waiting = self.lock();
+            if waiting.is_empty() {
+                return;
+            }
+            let take = waiting.len().div_ceil(self.drainers).min(self.max);
+            waiting.drain(..take).collect()
         };
-        if rest {
-            schedule();
-        }
         run_batch(
             &mut (),
             &|_: &mut (), requests: &[Req]| run(requests),
             batch,
             &self.counters,
         );
-        let more = {
-            let mut state = self.lock();
-            state.running -= 1;
-            self.queue_another(&mut state)
-        };
-        if more {
-            schedule();
-        }
-    }
-
-    /// Marks a drain queued when requests wait and none is; true when it must be scheduled.
-    fn queue_another(&self, state: &mut State<Req, Out>) -> bool {
-        !state.waiting.is_empty() && !std::mem::replace(&mut state.drain_queued, true)
     }
 
     /// What the drains have run since the start.
@@ -149,41 +110,40 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_request_schedules_a_drain_and_runs_alone() {
+    fn a_lone_request_runs_alone_and_a_drain_without_requests_returns() {
         let gather = Gather::new(32, 2);
         let (tx, rx) = mpsc::channel();
-        assert!(gather.leave(4, None, reply_to(&tx, 4)));
+        gather.leave(4, None, reply_to(&tx, 4));
         let batches = Mutex::new(Vec::new());
-        gather.drain(double(&batches), || panic!("nothing is left"));
+        gather.drain(double(&batches));
+        gather.drain(double(&batches));
         assert_eq!(rx.try_recv().expect("a reply").1.expect("doubled"), 8);
         assert_eq!(*batches.lock().expect("lock"), vec![vec![4]]);
     }
 
     #[test]
-    fn requests_left_while_a_drain_is_queued_share_one_batch_split_among_the_drainers() {
+    fn requests_waiting_together_are_split_among_the_drainers() {
         let gather = Gather::new(32, 2);
         let (tx, rx) = mpsc::channel();
-        // Only the first leave schedules a drain.
-        let scheduled: Vec<bool> = (1..=6)
-            .map(|n| gather.leave(n, None, reply_to(&tx, n)))
-            .collect();
-        assert_eq!(scheduled, [true, false, false, false, false, false]);
+        for n in 1..=6 {
+            gather.leave(n, None, reply_to(&tx, n));
+        }
         let batches = Mutex::new(Vec::new());
-        let scheduled = AtomicBool::new(false);
-        // Half for this drain, which asks for another before it runs; that one runs meanwhile
-        // (on another thread, here inside the first batch) and takes the rest.
+        // Half for the first drain; the second runs meanwhile (on another thread, here inside
+        // the first batch) and takes half of the rest, the third the last one. The other three
+        // drains find nothing.
         let first = |xs: &[u32]| {
-            assert!(
-                scheduled.load(Ordering::SeqCst),
-                "the second drain is scheduled first"
-            );
-            gather.drain(double(&batches), || panic!("nothing is left"));
+            gather.drain(double(&batches));
             double(&batches)(xs)
         };
-        gather.drain(first, || scheduled.store(true, Ordering::SeqCst));
+        gather.drain(first);
+        gather.drain(double(&batches));
+        for _ in 4..=6 {
+            gather.drain(|_: &[u32]| panic!("nothing is left"));
+        }
         assert_eq!(
             *batches.lock().expect("lock"),
-            vec![vec![4, 5, 6], vec![1, 2, 3]]
+            vec![vec![4, 5], vec![1, 2, 3], vec![6]]
         );
         let mut outs: Vec<(u32, u32)> = rx
             .try_iter()
@@ -194,7 +154,7 @@ mod tests {
         assert_eq!(
             gather.stats(),
             BatchStats {
-                runs: 2,
+                runs: 3,
                 requests: 6,
                 cancelled: 0
             }
@@ -206,13 +166,11 @@ mod tests {
         let gather = Gather::new(3, 1);
         let (tx, rx) = mpsc::channel();
         for n in [1, 13, 2, 3, 4] {
-            let _ = gather.leave(n, None, reply_to(&tx, n));
+            gather.leave(n, None, reply_to(&tx, n));
         }
         let batches = Mutex::new(Vec::new());
-        let again = AtomicBool::new(false);
-        gather.drain(double(&batches), || again.store(true, Ordering::SeqCst));
-        assert!(again.load(Ordering::SeqCst));
-        gather.drain(double(&batches), || panic!("nothing is left"));
+        gather.drain(double(&batches));
+        gather.drain(double(&batches));
         // The failed batch [1, 13, 2] is rerun one request at a time.
         assert_eq!(
             *batches.lock().expect("lock"),
@@ -229,34 +187,14 @@ mod tests {
         let gather = Gather::new(8, 1);
         let (tx, rx) = mpsc::channel();
         let alive = Arc::new(AtomicBool::new(true));
-        let _ = gather.leave(1, Some(Arc::clone(&alive)), reply_to(&tx, 1));
-        let _ = gather.leave(2, None, reply_to(&tx, 2));
+        gather.leave(1, Some(Arc::clone(&alive)), reply_to(&tx, 1));
+        gather.leave(2, None, reply_to(&tx, 2));
         alive.store(false, Ordering::Release);
         let batches = Mutex::new(Vec::new());
-        gather.drain(double(&batches), || panic!("nothing is left"));
+        gather.drain(double(&batches));
         assert_eq!(*batches.lock().expect("lock"), vec![vec![2]]);
         let outs: std::collections::HashMap<u32, Result<u32, ModelError>> = rx.try_iter().collect();
         assert!(matches!(outs[&1], Err(ModelError::Cancelled)));
         assert_eq!(gather.stats().cancelled, 1);
-    }
-
-    #[test]
-    fn a_request_left_during_a_drain_schedules_the_next_one() {
-        let gather = Arc::new(Gather::new(8, 1));
-        let (tx, rx) = mpsc::channel();
-        assert!(gather.leave(1, None, reply_to(&tx, 1)));
-        let batches = Mutex::new(Vec::new());
-        let (g, tx2) = (Arc::clone(&gather), tx.clone());
-        let run = |xs: &[u32]| {
-            // A request arrives while this batch runs: the drain has started, so it is
-            // not queued, and the newcomer schedules one.
-            if xs == [1] {
-                assert!(g.leave(2, None, reply_to(&tx2, 2)));
-            }
-            double(&batches)(xs)
-        };
-        gather.drain(run, || panic!("the newcomer scheduled its own drain"));
-        gather.drain(double(&batches), || panic!("nothing is left"));
-        assert_eq!(rx.try_iter().count(), 2);
     }
 }

@@ -212,8 +212,8 @@ impl EmbedWorker {
 
     /// Leaves one query to be embedded with whatever else waits; `reply` gets its vector from
     /// the drain that runs it. A query of a caller whose `alive` turns false is dropped unrun.
-    /// True when the caller must schedule a drain ([`EmbedWorker::drain_queries`] on a thread
-    /// of its pool). Without gathering, the query is embedded at once on this thread.
+    /// True when the caller must schedule one drain for it ([`EmbedWorker::drain_queries`] on
+    /// a thread of its pool). Without gathering, the query is embedded at once on this thread.
     #[must_use = "when true, a drain must be scheduled or the query waits forever"]
     pub fn leave_query(
         &self,
@@ -222,7 +222,10 @@ impl EmbedWorker {
         reply: Box<dyn FnOnce(Result<Vec<f32>, ModelError>) + Send>,
     ) -> bool {
         match &self.gather {
-            Some(gather) => gather.leave(text, alive, reply),
+            Some(gather) => {
+                gather.leave(text, alive, reply);
+                true
+            }
             None => {
                 reply(self.embed_query(&text));
                 false
@@ -230,11 +233,10 @@ impl EmbedWorker {
         }
     }
 
-    /// Embeds a batch of the gathered queries on this thread; calls `schedule` when another
-    /// drain must follow (see [`Gather::drain`]).
-    pub fn drain_queries(&self, schedule: impl Fn()) {
+    /// Embeds a batch of the gathered queries on this thread (see [`Gather::drain`]).
+    pub fn drain_queries(&self) {
         if let Some(gather) = &self.gather {
-            gather.drain(|texts: &[String]| self.embed_queries(texts), schedule);
+            gather.drain(|texts: &[String]| self.embed_queries(texts));
         }
     }
 
@@ -298,8 +300,7 @@ impl DrainThreads {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = (0..threads.max(1))
             .map(|_| {
-                let (worker, asked, ask, stop) =
-                    (worker.clone(), asked.clone(), ask.clone(), stop.clone());
+                let (worker, asked, stop) = (worker.clone(), asked.clone(), stop.clone());
                 std::thread::Builder::new()
                     .name("stillweb-drain".into())
                     .spawn(move || {
@@ -308,9 +309,7 @@ impl DrainThreads {
                             asked.recv().is_ok()
                         };
                         while next() && !stop.load(Ordering::Acquire) {
-                            worker.drain_queries(|| {
-                                let _ = ask.send(());
-                            });
+                            worker.drain_queries();
                         }
                     })
             })

@@ -28,10 +28,8 @@ impl SearchPool {
         })
     }
 
-    /// Queues `work` on the pool without waiting for it. Called from outside the pool, it
-    /// queues behind the work already waiting; from one of the pool's own threads, rayon would
-    /// run it before that work, so such callers go through the async runtime (see
-    /// `service::models`).
+    /// Queues `work` on the pool without waiting for it, behind the work already waiting when
+    /// called from outside the pool (from one of its own threads, rayon would run it first).
     pub fn spawn(&self, work: impl FnOnce() + Send + 'static) {
         self.pool.spawn(work);
     }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use stillweb_index::search::pipeline;
 use stillweb_models::ModelError;
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
-use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::corpus::Corpus;
@@ -32,8 +31,11 @@ async fn gathered_vector(
     let reply = Box::new(move |vector| {
         let _ = tx.send(vector);
     });
+    // One drain per query, queued behind the searches' work already on the pool, where the
+    // query's own embedding would have run; the first to run takes what waits by then.
     if embedder.leave_query(text.to_string(), Some(waiting.flag()), reply) {
-        schedule_drain(pool.clone(), embedder.clone(), Handle::current());
+        let embedder = embedder.clone();
+        pool.spawn(move || embedder.drain_queries());
     }
     let vector = rx
         .await
@@ -41,18 +43,6 @@ async fn gathered_vector(
         .map_err(ApiError::internal)?;
     drop(waiting);
     Ok(vector)
-}
-
-/// Queues a drain of the embedder's gathered queries on the search pool, behind the searches'
-/// work already queued there. A drain that leaves queries waiting asks for the next one through
-/// the runtime: queued from the pool's own thread, rayon would run it ahead of that work.
-fn schedule_drain(pool: SearchPool, embedder: EmbedWorker, runtime: Handle) {
-    pool.clone().spawn(move || {
-        embedder.drain_queries(|| {
-            let (pool, embedder, again) = (pool.clone(), embedder.clone(), runtime.clone());
-            runtime.spawn(async move { schedule_drain(pool, embedder, again) });
-        });
-    });
 }
 
 /// `passages` scored against `query` by the reranker's batcher.
