@@ -162,6 +162,34 @@ mod tests {
     }
 
     #[test]
+    fn a_burst_left_while_a_drain_runs_is_still_split_between_the_drainers() {
+        let gather = Gather::new(32, 2);
+        let (tx, rx) = mpsc::channel();
+        gather.leave(1, None, reply_to(&tx, 1));
+        let batches = Mutex::new(Vec::new());
+        // While one thread embeds the lone request, a batch call's eight arrive: the other
+        // thread's drain takes half, not all eight, so the first thread has the rest to share
+        // when it is done instead of idling beside a batch of eight. Run one after another, as
+        // here, each later drain halves what is left.
+        let first = |xs: &[u32]| {
+            for n in 2..=9 {
+                gather.leave(n, None, reply_to(&tx, n));
+            }
+            gather.drain(double(&batches));
+            double(&batches)(xs)
+        };
+        gather.drain(first);
+        for _ in 3..=9 {
+            gather.drain(double(&batches));
+        }
+        assert_eq!(
+            *batches.lock().expect("lock"),
+            vec![vec![2, 3, 4, 5], vec![1], vec![6, 7], vec![8], vec![9]]
+        );
+        assert_eq!(rx.try_iter().count(), 9);
+    }
+
+    #[test]
     fn batches_hold_at_most_max_and_a_failing_request_fails_only_itself() {
         let gather = Gather::new(3, 1);
         let (tx, rx) = mpsc::channel();
