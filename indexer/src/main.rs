@@ -54,8 +54,7 @@ enum Command {
     BenchRerank(bench::rerank::Args),
     /// Measure query-embedding throughput with many concurrent callers, as a server's searches
     /// embed: each caller's query alone, and the callers' queries gathered into batches
-    /// (--embed-batch-queries);
-    /// prints one JSON object per mode.
+    /// (--embed-batch-queries); prints one JSON object per mode.
     BenchQueries(bench::queries::Args),
     /// Measure one query's embedding cost alone and in batches (1, 8, 32, 128 by default) on one
     /// copy of the model, beside the native int8 product ceiling; prints JSON.

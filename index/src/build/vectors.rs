@@ -97,9 +97,10 @@ const NODES_PER_GRAPH_THREAD: u64 = 10_000;
 /// of its chunks).
 ///
 /// Nodes are inserted from `threads` threads (0: one per core; HNSW insertion is most of a large
-/// build), at most one per [`NODES_PER_GRAPH_THREAD`] nodes. With more than one the graph's links depend on thread timing: two builds of one corpus
-/// find the same neighbours up to HNSW's approximation, not byte-identical graphs. With one thread
-/// the graph is reproducible byte for byte. Searching a built graph is deterministic either way.
+/// build), at most one per [`NODES_PER_GRAPH_THREAD`] nodes. With more than one the graph's
+/// links depend on thread timing: two builds of one corpus find the same neighbours up to HNSW's
+/// approximation, not byte-identical graphs. With one thread the graph is reproducible byte for
+/// byte. Searching a built graph is deterministic either way.
 pub(crate) fn build_doc_graph(
     chunks: &ChunkVectors,
     dir: &Path,

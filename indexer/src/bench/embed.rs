@@ -29,15 +29,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } = args;
     let texts = super::load_texts(&texts, limit)?;
     let mut embedder = model.load()?;
-    let config = stillweb_models::ModelConfig::load(&model.dir())?;
-    let (tokenizer, _) =
-        stillweb_models::tokens::load_tokenizer(&config.tokenizer_path(), config.max_tokens)?;
-    let tokens = tokenizer
-        .encode_batch(texts.clone(), true)
-        .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
-        .iter()
-        .map(|e| e.get_ids().len())
-        .sum();
+    let tokens = super::count_tokens(&model, &texts, super::Prefix::None)?;
     let report = embed_throughput(&mut embedder, &texts, tokens, model.threads())?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

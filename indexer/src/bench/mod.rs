@@ -11,6 +11,32 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::models::ModelArgs;
+
+/// The tokens `model`'s tokenizer gives `texts` (special tokens included, nothing padded), each
+/// with `prefix` (a model's query or document prefix) before it.
+pub fn count_tokens(model: &ModelArgs, texts: &[String], prefix: Prefix) -> anyhow::Result<usize> {
+    let config = stillweb_models::ModelConfig::load(&model.dir())?;
+    let (tokenizer, _) =
+        stillweb_models::tokens::load_tokenizer(&config.tokenizer_path(), config.max_tokens)?;
+    let prefix = match prefix {
+        Prefix::None => "",
+        Prefix::Query => config.query_prefix.as_str(),
+    };
+    let inputs = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+    Ok(stillweb_models::tokens::encode_all(&tokenizer, inputs)?
+        .iter()
+        .map(|e| e.get_ids().len())
+        .sum())
+}
+
+/// What [`count_tokens`] puts before each text.
+#[derive(Debug, Clone, Copy)]
+pub enum Prefix {
+    None,
+    Query,
+}
+
 /// Texts from JSON Lines: each line a JSON string or an object with a `text` field.
 pub fn load_texts(path: &Path, limit: Option<usize>) -> anyhow::Result<Vec<String>> {
     let data =

@@ -61,17 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let queries = super::load_texts(&args.queries, None)?;
     let mut embedder = args.model.load()?;
-    let config = stillweb_models::ModelConfig::load(&args.model.dir())?;
-    let (tokenizer, _) =
-        stillweb_models::tokens::load_tokenizer(&config.tokenizer_path(), config.max_tokens)?;
-    let tokens: usize = queries
-        .iter()
-        .map(|q| {
-            let text = format!("{}{q}", config.query_prefix);
-            tokenizer.encode(text, true).map(|e| e.get_ids().len())
-        })
-        .sum::<Result<usize, _>>()
-        .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+    let tokens = super::count_tokens(&args.model, &queries, super::Prefix::Query)?;
     let tokens_per_query = tokens as f64 / queries.len() as f64;
     let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
     let mut batches = Vec::new();

@@ -70,7 +70,6 @@ pub async fn scholar(
     }
 }
 
-/// Query-string parameters, then the body's fields over them.
 /// The string field `name` of a merged request, or a 422 saying it is missing or not a string.
 fn required_string(fields: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
     match fields.get(name) {
@@ -82,6 +81,7 @@ fn required_string(fields: &Map<String, Value>, name: &str) -> Result<String, Ap
     }
 }
 
+/// Query-string parameters, then the body's fields over them.
 fn merged(query: Option<&str>, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let mut fields = Map::new();
     for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {

@@ -314,8 +314,7 @@ pub struct Timing {
 /// Runs `queries` with at most two per search thread in flight, or one embedding batch
 /// (`--embed-batch-queries`) where that is more (so the pool stays busy while results travel
 /// back, the queries are embedded together, and a batch of thousands holds a bounded number of
-/// searches at once),
-/// and returns each query's answer or error in query order. With a session, the answered
+/// searches at once), and returns each query's answer or error in query order. With a session, the answered
 /// searches are recorded in query order. An internal failure (a panicked task) fails the whole
 /// batch; a query's own error is its entry's.
 pub async fn answer_many(
