@@ -59,10 +59,7 @@ pub async fn search(
     sources: SessionSources,
     params: Result<UrlQuery<BraveParams>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    match run(&state, sources, params).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    run(&state, sources, params).await.into_response()
 }
 
 async fn run(

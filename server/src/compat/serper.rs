@@ -51,10 +51,9 @@ pub async fn search(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match run(&state, Engine::Search, sources, query.as_deref(), &body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    run(&state, Engine::Search, sources, query.as_deref(), &body)
+        .await
+        .into_response()
 }
 
 /// `/serper/scholar`: Serper's Google Scholar search, over the scholar collection.
@@ -64,10 +63,9 @@ pub async fn scholar(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match run(&state, Engine::Scholar, sources, query.as_deref(), &body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    run(&state, Engine::Scholar, sources, query.as_deref(), &body)
+        .await
+        .into_response()
 }
 
 /// The string field `name` of a merged request, or a 422 saying it is missing or not a string.
@@ -233,10 +231,9 @@ pub async fn scrape(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match run_scrape(&state, sources, query.as_deref(), &body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    run_scrape(&state, sources, query.as_deref(), &body)
+        .await
+        .into_response()
 }
 
 async fn run_scrape(
