@@ -37,9 +37,10 @@ fn input_error(path: &Path, message: impl Into<String>) -> IndexError {
     }
 }
 
-/// Reads `DIR/queries.jsonl` and `DIR/qrels/test.tsv`; keeps the queries that have judgements.
-pub fn load_beir(dir: &Path) -> Result<BeirSet, IndexError> {
-    let qrels_path = dir.join("qrels/test.tsv");
+/// Reads `DIR/queries.jsonl` and `DIR/qrels/SPLIT.tsv` (`test`, or `train` to choose
+/// parameters on other queries than those scored); keeps the queries that have judgements.
+pub fn load_beir(dir: &Path, split: &str) -> Result<BeirSet, IndexError> {
+    let qrels_path = dir.join(format!("qrels/{split}.tsv"));
     let text = std::fs::read_to_string(&qrels_path).map_err(|e| IndexError::io(&qrels_path, e))?;
     let mut qrels: HashMap<String, HashMap<String, i32>> = HashMap::new();
     for (i, line) in text.lines().enumerate() {

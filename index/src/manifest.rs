@@ -40,6 +40,11 @@ pub struct IndexManifest {
     /// Present when the index is an overlay of other layers (see `crate::overlay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<crate::overlay::OverlayManifest>,
+    /// The preset the index was built for (`build --preset`: its embedder made the vectors);
+    /// a server started without `--preset` serves it. Not part of the build id: it names a
+    /// configuration, and the vectors' model is recorded in `dense`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
 }
 
 /// Per-source counts, as the build report prints them.

@@ -86,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         graph_threads: args.graph_threads,
         reuse_vectors: args.reuse_vectors.clone(),
         overlay_of: args.overlay_of.clone(),
+        preset: args.model.preset.filter(|_| !args.no_dense),
         ..BuildOptions::default()
     };
     let mut embedder = if args.no_dense {

@@ -1,6 +1,7 @@
 //! `stillweb-indexer eval`: retrieval quality (BEIR nDCG@10 and Recall@100, fabricated gold@k)
 //! of an index directory, or of a running server through its HTTP API (`remote.rs`).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use stillweb_index::eval::{
     score_items,
 };
 use stillweb_index::fusion::Fusion;
-use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Weights};
+use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Preset, Weights};
 use stillweb_index::{Retriever, SearchIndex, SearchParams};
 use stillweb_models::worker::{EmbedWorker, RerankWorker};
+use stillweb_models::{ModelError, Reranker};
 
 use crate::models::ModelArgs;
 use crate::remote;
@@ -44,9 +46,19 @@ pub struct Args {
     /// --mode rerank.
     #[arg(long, env = "STILLWEB_RERANKER")]
     reranker: Option<PathBuf>,
-    /// Chunks the reranker scores per query.
-    #[arg(long, default_value_t = DEFAULT_RERANK_POOL)]
-    rerank_pool: usize,
+    /// Chunks the reranker scores per query (default: the preset's, else 30).
+    #[arg(long)]
+    rerank_pool: Option<usize>,
+    /// The reranker's share of a reranked document's score: 1 orders them by the reranker
+    /// alone; below 1, its score is interpolated with the fused retrieval score. Several
+    /// (comma-separated) print one result each, in an array: each pair is scored once.
+    /// Default: the preset's, else 1.
+    #[arg(long, value_delimiter = ',')]
+    rerank_weight: Vec<f32>,
+    /// The BEIR judgements to score against: test (qrels/test.tsv) or train (qrels/train.tsv,
+    /// to choose parameters without looking at the test queries).
+    #[arg(long, default_value = "test", value_parser = ["test", "train"])]
+    qrels: String,
 }
 
 /// Ranking parameters shared with the server.
@@ -104,7 +116,7 @@ fn through_server(target: &str, args: &Args) -> anyhow::Result<serde_json::Value
     let started = std::time::Instant::now();
     let server = remote::Target::connect(target, args.collection.as_deref())?;
     let (mut output, refused) = if let Some(dir) = &args.beir {
-        let set = load_beir(dir)?;
+        let set = load_beir(dir, &args.qrels)?;
         let texts: Vec<&str> = set.queries.iter().map(|(_, t)| t.as_str()).collect();
         let ranked = server.rank(&texts, BEIR_DEPTH)?;
         // Results carry URLs; BEIR documents' URLs carry their ids.
@@ -148,11 +160,19 @@ fn on_index(args: &Args) -> anyhow::Result<serde_json::Value> {
         anyhow::bail!("pass --index DIR or --target URL");
     };
     let index = SearchIndex::open(index)?;
-    let mode = Mode::resolve(args.ranking.mode, index.manifest().dense.is_some())
-        .map_err(anyhow::Error::msg)?;
-    let reranker = match (mode, &args.reranker) {
+    let preset = args.model.preset;
+    let mode = Mode::resolve(
+        args.ranking.mode.or(preset.and_then(Preset::mode)),
+        index.manifest().dense.is_some(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let reranker_dir = args
+        .reranker
+        .clone()
+        .or_else(|| preset.and_then(Preset::reranker_dir));
+    let reranker = match (mode, &reranker_dir) {
         (Mode::Rerank, Some(dir)) => Some(RerankWorker::spawn(
-            args.model.load_reranker(dir)?,
+            Box::new(Memo::new(args.model.load_reranker(dir)?)),
             "stillweb-rerank",
             1,
         )?),
@@ -162,35 +182,99 @@ fn on_index(args: &Args) -> anyhow::Result<serde_json::Value> {
         ),
         _ => None,
     };
-    let params = SearchParams {
-        rerank_pool: if reranker.is_some() {
-            args.rerank_pool
-        } else {
-            0
-        },
-        ..args.ranking.params(mode)
+    let weights = match args.rerank_weight.is_empty() {
+        true => vec![preset.map_or(1.0, Preset::rerank_weight)],
+        false => args.rerank_weight.clone(),
     };
+    let pool = args
+        .rerank_pool
+        .or(preset.map(Preset::rerank_pool).filter(|&p| p > 0))
+        .unwrap_or(DEFAULT_RERANK_POOL);
+    if let Some(bad) = weights.iter().find(|w| !(0.0..=1.0).contains(*w)) {
+        anyhow::bail!("--rerank-weight is the reranker's share of a score, from 0 to 1; got {bad}");
+    }
     let embedder = if mode.uses_dense() {
         Some(EmbedWorker::lend_copies(vec![args.model.load()?]))
     } else {
         None
     };
+    let reranks = reranker.is_some();
     let retriever = Retriever::new(Arc::new(index), embedder, reranker)?;
-    // The evaluation's time, without loading the models.
-    let started = std::time::Instant::now();
-    let mut output = if let Some(dir) = &args.beir {
-        let set = load_beir(dir)?;
-        serde_json::to_value(evaluate_beir(&retriever, &set, &params)?)?
-    } else if let Some(path) = &args.items {
-        let items = load_items(path)?;
-        serde_json::to_value(evaluate_items(&retriever, &items, &params)?)?
-    } else {
-        anyhow::bail!("pass --beir DIR or --items FILE");
+    let mut outputs = Vec::new();
+    for &rerank_weight in &weights {
+        let params = SearchParams {
+            rerank_pool: if reranks { pool } else { 0 },
+            rerank_weight,
+            ..args.ranking.params(mode)
+        };
+        // The evaluation's time, without loading the models.
+        let started = std::time::Instant::now();
+        let mut output = if let Some(dir) = &args.beir {
+            let set = load_beir(dir, &args.qrels)?;
+            serde_json::to_value(evaluate_beir(&retriever, &set, &params)?)?
+        } else if let Some(path) = &args.items {
+            let items = load_items(path)?;
+            serde_json::to_value(evaluate_items(&retriever, &items, &params)?)?
+        } else {
+            anyhow::bail!("pass --beir DIR or --items FILE");
+        };
+        output["seconds"] = started.elapsed().as_secs_f64().into();
+        output["reranker"] = retriever.reranker_id().into();
+        output["index"] = retriever.index().manifest().build_id.clone().into();
+        output["params"] = serde_json::to_value(&params)?;
+        output["mode"] = serde_json::to_value(mode)?;
+        output["preset"] = preset.map(Preset::name).into();
+        outputs.push(output);
+    }
+    let output = match outputs.len() {
+        1 => outputs.remove(0),
+        _ => serde_json::Value::Array(outputs),
     };
-    output["seconds"] = started.elapsed().as_secs_f64().into();
-    output["reranker"] = retriever.reranker_id().into();
-    output["index"] = retriever.index().manifest().build_id.clone().into();
-    output["params"] = serde_json::to_value(&params)?;
-    output["mode"] = serde_json::to_value(mode)?;
     Ok(output)
+}
+
+/// A reranker that scores each (query, passage) pair once: an evaluation of several rerank
+/// weights reranks the same pools again, and a pair's score never depends on its batch.
+struct Memo {
+    inner: Box<dyn Reranker>,
+    scores: HashMap<(String, String), f32>,
+}
+
+impl Memo {
+    fn new(inner: Box<dyn Reranker>) -> Memo {
+        Memo {
+            inner,
+            scores: HashMap::new(),
+        }
+    }
+}
+
+impl Reranker for Memo {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn score(&mut self, query: &str, passages: &[&str]) -> Result<Vec<f32>, ModelError> {
+        let key = |p: &str| (query.to_string(), p.to_string());
+        let missing: Vec<&str> = passages
+            .iter()
+            .copied()
+            .filter(|p| !self.scores.contains_key(&key(p)))
+            .collect();
+        if !missing.is_empty() {
+            let scores = self.inner.score(query, &missing)?;
+            for (p, s) in missing.iter().zip(scores) {
+                self.scores.insert(key(p), s);
+            }
+        }
+        passages
+            .iter()
+            .map(|p| {
+                self.scores
+                    .get(&key(p))
+                    .copied()
+                    .ok_or_else(|| ModelError::Output("a pair went unscored".into()))
+            })
+            .collect()
+    }
 }

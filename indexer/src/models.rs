@@ -3,12 +3,20 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use stillweb_index::search::Preset;
 use stillweb_models::{Embedder, Engine, ExecutionProvider, Reranker, load_reranker};
 
 /// Which embedder to load, and where it runs.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// Embedder directory (with model.toml); default: the one `models/fetch` installs.
+    /// A named configuration: `fast` (MiniLM-L6, no reranker) or `quality` (bge-small, then the
+    /// MiniLM-L12 cross-encoder): its embedder (and, where the command reranks, its reranker,
+    /// mode, pool and weight) unless given by their own flags. Recorded in a built index's
+    /// manifest, where the server finds it.
+    #[arg(long, env = "STILLWEB_PRESET")]
+    pub preset: Option<Preset>,
+    /// Embedder directory (with model.toml); default: the preset's, else the MiniLM that
+    /// `models/fetch` installs.
     #[arg(long, env = "STILLWEB_EMBEDDER")]
     embedder: Option<PathBuf>,
     /// Intra-op threads per model; 0 = one per core.
@@ -20,6 +28,10 @@ pub struct ModelArgs {
     /// What runs the embedder on the CPU: onnx or native-int8 (default: what its model.toml says).
     #[arg(long, env = "STILLWEB_ENGINE")]
     engine: Option<Engine>,
+    /// What runs a cross-encoder reranker on the CPU: onnx or native-int8 (default: what its
+    /// model.toml says).
+    #[arg(long, env = "STILLWEB_RERANKER_ENGINE")]
+    reranker_engine: Option<Engine>,
 }
 
 impl ModelArgs {
@@ -28,9 +40,11 @@ impl ModelArgs {
     }
 
     pub fn dir(&self) -> PathBuf {
-        self.embedder
-            .clone()
-            .unwrap_or_else(stillweb_models::config::default_embedder_dir)
+        match (&self.embedder, self.preset) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(preset)) => preset.embedder_dir(),
+            (None, None) => stillweb_models::config::default_embedder_dir(),
+        }
     }
 
     pub fn load(&self) -> anyhow::Result<Box<dyn Embedder>> {
@@ -45,7 +59,7 @@ impl ModelArgs {
     }
 
     pub fn load_reranker(&self, dir: &Path) -> anyhow::Result<Box<dyn Reranker>> {
-        load_reranker(dir, self.provider, self.threads())
+        load_reranker(dir, self.reranker_engine, self.provider, self.threads())
             .with_context(|| format!("loading the reranker from {}", dir.display()))
     }
 }

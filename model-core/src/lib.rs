@@ -145,6 +145,33 @@ impl RerankPool {
     }
 }
 
+/// The probability of the second class of a two-way softmax over `(negative, positive)` logits,
+/// computed stably: a cross-encoder's score in (0, 1) (a one-logit head is `(0, logit)`, a
+/// sigmoid).
+pub fn two_way_softmax(negative: f32, positive: f32) -> f32 {
+    let x = f64::from(positive) - f64::from(negative);
+    (1.0 / (1.0 + (-x).exp())) as f32
+}
+
+/// Every (query, passage) pair of `pools`, pool after pool: what a reranker's
+/// [`Reranker::score_pools`] scores in one run.
+pub fn pairs_of(pools: &[RerankPool]) -> impl Iterator<Item = (&str, &str)> {
+    pools.iter().flat_map(|pool| {
+        pool.passages
+            .iter()
+            .map(move |passage| (pool.query.as_str(), passage.as_str()))
+    })
+}
+
+/// `scores` of [`pairs_of`]`(pools)` cut back into one list per pool.
+pub fn split_by_pool(pools: &[RerankPool], scores: Vec<f32>) -> Vec<Vec<f32>> {
+    let mut scores = scores.into_iter();
+    pools
+        .iter()
+        .map(|pool| scores.by_ref().take(pool.passages.len()).collect())
+        .collect()
+}
+
 /// L2-normalises `v` in place (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -200,6 +227,16 @@ pub fn dot_le_bytes(a: &[f32], b: &[u8]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_way_softmax_is_stable() {
+        assert!((two_way_softmax(0.0, 0.0) - 0.5).abs() < 1e-7);
+        assert!(two_way_softmax(-1000.0, 1000.0) > 0.999_999);
+        assert!(two_way_softmax(1000.0, -1000.0) < 1e-6);
+        let (no, yes) = (1.3f32, -0.4f32);
+        let softmax = yes.exp() / (yes.exp() + no.exp());
+        assert!((two_way_softmax(no, yes) - softmax).abs() < 1e-6);
+    }
 
     #[test]
     fn dot_matches_the_plain_sum_with_and_without_a_tail() {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::{EncodeInput, Encoding, Tokenizer, TruncationParams};
 
 use crate::{ModelError, Pooling};
 
@@ -17,6 +17,27 @@ pub fn encode_all(tokenizer: &Tokenizer, texts: Vec<String>) -> Result<Vec<Encod
         Some(_) => texts
             .into_iter()
             .map(|text| tokenizer.encode(text, true))
+            .collect(),
+    };
+    tokenized.map_err(|e| ModelError::Tokenizer(e.to_string()))
+}
+
+/// (query, passage) pairs encoded as a cross-encoder reads them (`[CLS] query [SEP] passage
+/// [SEP]`, segment ids 0 then 1, the longer side truncated first), in order; serial on a rayon
+/// pool's thread, as [`encode_all`].
+pub fn encode_pairs(
+    tokenizer: &Tokenizer,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<Encoding>, ModelError> {
+    let inputs: Vec<EncodeInput<'_>> = pairs
+        .iter()
+        .map(|&(query, passage)| EncodeInput::Dual(query.into(), passage.into()))
+        .collect();
+    let tokenized = match rayon::current_thread_index() {
+        None => tokenizer.encode_batch(inputs, true),
+        Some(_) => inputs
+            .into_iter()
+            .map(|input| tokenizer.encode(input, true))
             .collect(),
     };
     tokenized.map_err(|e| ModelError::Tokenizer(e.to_string()))

@@ -19,9 +19,9 @@ pub use runtime::ExecutionProvider;
 pub use stillweb_model_core::{
     Embedder, Engine, ModelConfig, ModelError, ModelKind, PaddingSide, Pooling, RerankPool,
     Reranker, batcher, config, dot, dot_le_bytes, embed_query, fake, models_dir, normalize, tokens,
-    worker,
+    two_way_softmax, worker,
 };
-pub use stillweb_native::NativeEmbedder;
+pub use stillweb_native::{NativeCrossEncoder, NativeEmbedder};
 
 /// An ONNX Runtime error as a [`ModelError`].
 pub(crate) fn onnx<R>(e: ort::Error<R>) -> ModelError {

@@ -221,7 +221,7 @@ fn wrong_configs_are_refused_with_reasons() {
 
     let embedder = stillweb_models::config::default_embedder_dir();
     if embedder.join("model.toml").is_file() {
-        let Err(err) = load_reranker(&embedder, ExecutionProvider::Cpu, 1) else {
+        let Err(err) = load_reranker(&embedder, None, ExecutionProvider::Cpu, 1) else {
             panic!("an embedder loaded as a reranker");
         };
         assert!(matches!(err, ModelError::Config { .. }), "{err}");
@@ -230,7 +230,7 @@ fn wrong_configs_are_refused_with_reasons() {
                 .contains("expected cross-encoder or qwen3-reranker")
         );
     }
-    let reranker = load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load by kind");
+    let reranker = load_reranker(&dir, None, ExecutionProvider::Cpu, 1).expect("load by kind");
     assert_eq!(reranker.model_id(), "stillweb/qwen3-reranker-tiny-random");
 }
 
@@ -269,7 +269,7 @@ fn batched_across_requests_scores_equal_one_request_at_a_time() {
             "a query about something else entirely, long enough to change the batch's padding",
             "埃菲尔铁塔",
         ];
-        let mut alone = load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load");
+        let mut alone = load_reranker(&dir, None, ExecutionProvider::Cpu, 1).expect("load");
         let expected: Vec<Vec<f32>> = queries
             .iter()
             .enumerate()
@@ -281,7 +281,7 @@ fn batched_across_requests_scores_equal_one_request_at_a_time() {
 
         let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let model = Counting {
-            inner: load_reranker(&dir, ExecutionProvider::Cpu, 1).expect("load"),
+            inner: load_reranker(&dir, None, ExecutionProvider::Cpu, 1).expect("load"),
             calls: std::sync::Arc::clone(&calls),
         };
         // A long wait: every request arrives before the first run starts.

@@ -63,7 +63,7 @@ pub struct Workspace {
 }
 
 /// Tensors of a safetensors file, by name.
-struct Tensors {
+pub(crate) struct Tensors {
     bytes: Vec<u8>,
     header: serde_json::Map<String, serde_json::Value>,
     start: usize,
@@ -71,7 +71,7 @@ struct Tensors {
 }
 
 impl Tensors {
-    fn read(path: &Path) -> Result<Tensors, ModelError> {
+    pub(crate) fn read(path: &Path) -> Result<Tensors, ModelError> {
         let bytes = std::fs::read(path).map_err(|e| ModelError::Missing {
             path: path.to_path_buf(),
             hint: format!("{e}; run `models/fetch`"),
@@ -103,7 +103,7 @@ impl Tensors {
     }
 
     /// An f32 tensor's values and shape.
-    fn get(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
+    pub(crate) fn get(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
         let invalid = |message: String| ModelError::Config {
             path: self.path.clone(),
             message: format!("tensor `{name}`: {message}"),
@@ -131,7 +131,11 @@ impl Tensors {
         Ok((values, shape))
     }
 
-    fn expect(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.header.contains_key(name)
+    }
+
+    pub(crate) fn expect(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         let (values, got) = self.get(name)?;
         if got != shape {
             return Err(ModelError::Config {
@@ -162,9 +166,29 @@ impl Tensors {
     }
 }
 
+/// `bert.` when the encoder sits inside a task model (a cross-encoder), else nothing.
+pub(crate) fn encoder_prefix(t: &Tensors) -> &'static str {
+    if t.has("bert.embeddings.word_embeddings.weight") {
+        "bert."
+    } else {
+        ""
+    }
+}
+
 impl Bert {
     /// Reads `config.json` and `weights` (safetensors, Hugging Face's BertModel names).
     pub fn load(config: &Path, weights: &Path, kernel: Kernel) -> Result<Bert, ModelError> {
+        Bert::from_tensors(config, &Tensors::read(weights)?, kernel)
+    }
+
+    /// The encoder of `t`: Hugging Face's BertModel names, or a task model's (a cross-encoder's
+    /// `BertForSequenceClassification`), whose encoder names start with `bert.`.
+    pub(crate) fn from_tensors(
+        config: &Path,
+        t: &Tensors,
+        kernel: Kernel,
+    ) -> Result<Bert, ModelError> {
+        let weights = t.path.as_path();
         let text = std::fs::read_to_string(config).map_err(|e| ModelError::Missing {
             path: config.to_path_buf(),
             hint: format!("{e}; run `models/fetch`"),
@@ -190,11 +214,13 @@ impl Bert {
                 ),
             });
         }
-        let t = Tensors::read(weights)?;
         let (h, i) = (c.hidden_size, c.intermediate_size);
-        let (word, word_shape) = t.get("embeddings.word_embeddings.weight")?;
-        let (position, position_shape) = t.get("embeddings.position_embeddings.weight")?;
-        let (token_type, type_shape) = t.get("embeddings.token_type_embeddings.weight")?;
+        let e = encoder_prefix(t);
+        let (word, word_shape) = t.get(&format!("{e}embeddings.word_embeddings.weight"))?;
+        let (position, position_shape) =
+            t.get(&format!("{e}embeddings.position_embeddings.weight"))?;
+        let (token_type, type_shape) =
+            t.get(&format!("{e}embeddings.token_type_embeddings.weight"))?;
         if [
             word_shape[1..].to_vec(),
             position_shape[1..].to_vec(),
@@ -208,7 +234,7 @@ impl Bert {
         }
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for n in 0..c.num_hidden_layers {
-            let p = format!("encoder.layer.{n}");
+            let p = format!("{e}encoder.layer.{n}");
             let mut qkv_weight = Vec::with_capacity(3 * h * h);
             let mut qkv_bias = Vec::with_capacity(3 * h);
             for part in ["query", "key", "value"] {
@@ -228,7 +254,7 @@ impl Bert {
             hidden: h,
             heads: c.num_attention_heads,
             eps: c.layer_norm_eps,
-            embedding_norm: t.norm("embeddings.LayerNorm", h)?,
+            embedding_norm: t.norm(&format!("{e}embeddings.LayerNorm"), h)?,
             word,
             position,
             token_type,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use stillweb_index::SearchParams;
-use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode};
+use stillweb_index::search::{DEFAULT_RERANK_POOL, Mode, Preset};
 use stillweb_models::ExecutionProvider;
 
 use crate::session::SessionLimits;
@@ -20,6 +20,24 @@ use crate::session::SessionLimits;
     about = "Serve web_search and visit_web over a stillweb index"
 )]
 pub struct Args {
+    #[command(flatten)]
+    pub collections: CollectionFlags,
+    #[command(flatten)]
+    pub cluster: ClusterFlags,
+    #[command(flatten)]
+    pub listen: ListenFlags,
+    #[command(flatten)]
+    pub access: AccessFlags,
+    #[command(flatten)]
+    pub caches: CacheFlags,
+    #[command(flatten)]
+    pub models: ModelFlags,
+}
+
+/// The corpora served: an index (with overlays), named collections, or a shard set.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Collections: what is served")]
+pub struct CollectionFlags {
     /// Index directory built by `stillweb-indexer build` (or one `shard-I` directory of a set
     /// built with `--shards N`, to serve that shard to a coordinator).
     #[arg(
@@ -55,6 +73,12 @@ pub struct Args {
     /// The collection `/serper/scholar` and the MCP `scholar` tool search.
     #[arg(long, env = "STILLWEB_SCHOLAR_COLLECTION", default_value = "scholar")]
     pub scholar_collection: String,
+}
+
+/// Serving beyond one process: shard replicas and the session store servers share.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Cluster: shards and shared sessions")]
+pub struct ClusterFlags {
     /// A coordinator's time limit for one call to one shard replica, in milliseconds; a call
     /// that fails or runs past it is retried on the shard's next replica.
     #[arg(long, env = "STILLWEB_SHARD_TIMEOUT_MS", default_value_t = 5000)]
@@ -62,6 +86,24 @@ pub struct Args {
     /// How long a starting coordinator waits for every shard to have a replica that answers.
     #[arg(long, env = "STILLWEB_SHARD_STARTUP_SECS", default_value_t = 120)]
     pub shard_startup_secs: u64,
+    /// Where sessions live: `memory` (this process, the default) or `redis://HOST:PORT/DB`
+    /// (shared by every server pointed at it, so an episode may search on one and visit on
+    /// another; survives restarts). With Redis unreachable, searches and visits answer 503
+    /// `session_store_unavailable`.
+    #[arg(long, env = "STILLWEB_SESSIONS", default_value = "memory")]
+    pub sessions: String,
+    /// Prefix of every Redis key stillweb writes (the servers of one cluster share it).
+    #[arg(long, env = "STILLWEB_SESSIONS_PREFIX", default_value = "stillweb")]
+    pub sessions_prefix: String,
+    /// Deadline of one call to the Redis session store, in milliseconds.
+    #[arg(long, env = "STILLWEB_SESSIONS_TIMEOUT_MS", default_value_t = 500)]
+    pub sessions_timeout_ms: u64,
+}
+
+/// Where the server listens and what one request may ask of it.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Listen and limits")]
+pub struct ListenFlags {
     /// Address to listen on; port 0 picks a free port (the chosen address is printed on stdout).
     #[arg(long, env = "STILLWEB_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -92,18 +134,30 @@ pub struct Args {
     /// Longest accepted query, in characters.
     #[arg(long, env = "STILLWEB_MAX_QUERY_CHARS", default_value_t = 2048)]
     pub max_query_chars: usize,
-    /// Where sessions live: `memory` (this process, the default) or `redis://HOST:PORT/DB`
-    /// (shared by every server pointed at it, so an episode may search on one and visit on
-    /// another; survives restarts). With Redis unreachable, searches and visits answer 503
-    /// `session_store_unavailable`.
-    #[arg(long, env = "STILLWEB_SESSIONS", default_value = "memory")]
-    pub sessions: String,
-    /// Prefix of every Redis key stillweb writes (the servers of one cluster share it).
-    #[arg(long, env = "STILLWEB_SESSIONS_PREFIX", default_value = "stillweb")]
-    pub sessions_prefix: String,
-    /// Deadline of one call to the Redis session store, in milliseconds.
-    #[arg(long, env = "STILLWEB_SESSIONS_TIMEOUT_MS", default_value_t = 500)]
-    pub sessions_timeout_ms: u64,
+    /// Requests served at once; beyond it the server answers 429 with Retry-After instead of
+    /// queueing without bound.
+    #[arg(long, env = "STILLWEB_MAX_IN_FLIGHT", default_value_t = 128)]
+    pub max_in_flight: usize,
+    /// Most results one native search (`/v1/search`, a batch entry) may ask for: 20, as live
+    /// search APIs allow; up to 1,000 for evaluating a deployment's Recall@100
+    /// (`stillweb-indexer eval --target`). Compatible endpoints keep their APIs' own limits.
+    #[arg(long, env = "STILLWEB_MAX_K", default_value_t = 20)]
+    pub max_k: i64,
+    /// Most queries in one `POST /v1/search/batch`, and most messages in one MCP JSON-RPC
+    /// batch.
+    #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
+    pub max_batch: usize,
+    /// Most queries in one Search-R1 `POST /retrieve` (a GRPO step sends every rollout's query
+    /// in one call: 512 prompts x 5 rollouts = 2,560). Its body limit grows to match:
+    /// this many queries of --max-query-chars each.
+    #[arg(long, env = "STILLWEB_MAX_RETRIEVE_BATCH", default_value_t = 4096)]
+    pub max_retrieve_batch: usize,
+}
+
+/// Who may call, and what each session keeps.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Sessions and access")]
+pub struct AccessFlags {
     /// A TOML file of API keys (`[[key]]` tables with `name`, `key`, optional `rate`, `burst`
     /// and `role`): every endpoint but /healthz and /readyz then needs a key, and each key has its
     /// own session namespace. See the README's "API keys".
@@ -126,10 +180,12 @@ pub struct Args {
     /// Transcript entries (searches, visits) kept per session; the oldest are dropped beyond it.
     #[arg(long, env = "STILLWEB_MAX_EVENTS_PER_SESSION", default_value_t = 1_000)]
     pub max_events_per_session: usize,
-    /// Requests served at once; beyond it the server answers 429 with Retry-After instead of
-    /// queueing without bound.
-    #[arg(long, env = "STILLWEB_MAX_IN_FLIGHT", default_value_t = 128)]
-    pub max_in_flight: usize,
+}
+
+/// Results and query vectors kept for repeated requests.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Caches")]
+pub struct CacheFlags {
     /// Finished searches kept for identical requests (0: no result cache).
     #[arg(long, env = "STILLWEB_RESULT_CACHE_ENTRIES", default_value_t = 10_000)]
     pub result_cache_entries: usize,
@@ -140,20 +196,19 @@ pub struct Args {
         default_value_t = 10_000
     )]
     pub embedding_cache_entries: usize,
-    /// Most results one native search (`/v1/search`, a batch entry) may ask for: 20, as live
-    /// search APIs allow; up to 1,000 for evaluating a deployment's Recall@100
-    /// (`stillweb-indexer eval --target`). Compatible endpoints keep their APIs' own limits.
-    #[arg(long, env = "STILLWEB_MAX_K", default_value_t = 20)]
-    pub max_k: i64,
-    /// Most queries in one `POST /v1/search/batch`, and most messages in one MCP JSON-RPC
-    /// batch.
-    #[arg(long, env = "STILLWEB_MAX_BATCH", default_value_t = 64)]
-    pub max_batch: usize,
-    /// Most queries in one Search-R1 `POST /retrieve` (a GRPO step sends every rollout's query
-    /// in one call: 512 prompts x 5 rollouts = 2,560). Its body limit grows to match:
-    /// this many queries of --max-query-chars each.
-    #[arg(long, env = "STILLWEB_MAX_RETRIEVE_BATCH", default_value_t = 4096)]
-    pub max_retrieve_batch: usize,
+}
+
+/// The models and ranking: a preset, or each part by its own flag (which wins over the preset's).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Models and presets")]
+pub struct ModelFlags {
+    /// A named configuration of the models and ranking below: `fast` (RL rollouts: MiniLM-L6
+    /// hybrid, no reranker) or `quality` (agent evaluation: bge-small hybrid, then the
+    /// MiniLM-L12 cross-encoder over the chunk pool). Any flag below wins over the preset's
+    /// value. Default: the preset the index was built with (`stillweb-indexer build --preset`),
+    /// else none (each flag's own default, which is `fast`'s).
+    #[arg(long, env = "STILLWEB_PRESET")]
+    pub preset: Option<Preset>,
     /// Candidate documents that each stage-1 retriever hands to stage 2.
     #[arg(long, env = "STILLWEB_CANDIDATES", default_value_t = 100)]
     pub candidates: usize,
@@ -161,6 +216,27 @@ pub struct Args {
     /// hybrid when the index has vectors, else bm25.
     #[arg(long, env = "STILLWEB_MODE")]
     pub mode: Option<Mode>,
+    /// Embedder directory (with model.toml); default: the one `models/fetch` installs. Must be
+    /// the model the index was built with.
+    #[arg(long, env = "STILLWEB_EMBEDDER")]
+    pub embedder: Option<PathBuf>,
+    /// What runs the query embedder on the CPU: onnx or native-int8 (default: what its
+    /// model.toml says). Use the engine the index was built with for identical vectors.
+    #[arg(long, env = "STILLWEB_ENGINE")]
+    pub engine: Option<stillweb_models::Engine>,
+    /// Where the models run: cpu, cuda or cuda:N (CUDA needs the onnxruntime-gpu library in
+    /// ORT_DYLIB_PATH).
+    #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
+    pub provider: ExecutionProvider,
+    /// Intra-op threads of each model (query embedder, reranker).
+    #[arg(long, env = "STILLWEB_MODEL_THREADS", default_value_t = 1)]
+    pub model_threads: usize,
+    /// Query embedding in batches: concurrent searches' queries (and a batch or `/retrieve`
+    /// call's) wait in one queue, and a search thread embeds up to this many in one model call,
+    /// with no wait: a lone query is embedded at once, and queries gather while the threads are
+    /// busy. 0: each search embeds its own query.
+    #[arg(long, env = "STILLWEB_EMBED_BATCH_QUERIES", default_value_t = 32)]
+    pub embed_batch_queries: usize,
     /// Reranker directory (model.toml of kind cross-encoder or qwen3-reranker). With one, searches
     /// rerank their chunk pool unless a request says `"rerank": false`.
     #[arg(long, env = "STILLWEB_RERANKER", conflicts_with = "reranker_url")]
@@ -177,9 +253,23 @@ pub struct Args {
     /// Milliseconds one rerank call to the tier may take before the next URL is tried.
     #[arg(long, env = "STILLWEB_RERANKER_TIMEOUT_MS", default_value_t = 10_000)]
     pub reranker_timeout_ms: u64,
-    /// Chunks reranked per search by default (a request may ask for 1..=--max-rerank-pool).
-    #[arg(long, env = "STILLWEB_RERANK_POOL", default_value_t = DEFAULT_RERANK_POOL)]
-    pub rerank_pool: usize,
+    /// Intra-op threads of the reranker; 0: one per core (it runs batches from every search,
+    /// so it is the one model worth the whole machine).
+    #[arg(long, env = "STILLWEB_RERANKER_THREADS", default_value_t = 0)]
+    pub reranker_threads: usize,
+    /// What runs a cross-encoder reranker on the CPU: onnx or native-int8 (default: what its
+    /// model.toml says).
+    #[arg(long, env = "STILLWEB_RERANKER_ENGINE")]
+    pub reranker_engine: Option<stillweb_models::Engine>,
+    /// Chunks reranked per search by default (a request may ask for 1..=--max-rerank-pool);
+    /// default: the preset's, else 30.
+    #[arg(long, env = "STILLWEB_RERANK_POOL")]
+    pub rerank_pool: Option<usize>,
+    /// The reranker's share of a reranked document's score: 1 orders the pool's documents by
+    /// the reranker alone; below 1, its score is interpolated with the fused retrieval score
+    /// (min-max normalised over them). Default: the preset's, else 1.
+    #[arg(long, env = "STILLWEB_RERANK_WEIGHT")]
+    pub rerank_weight: Option<f32>,
     /// Largest rerank pool a request may ask for.
     #[arg(long, env = "STILLWEB_MAX_RERANK_POOL", default_value_t = 100)]
     pub max_rerank_pool: usize,
@@ -192,31 +282,6 @@ pub struct Args {
     /// others to join it (a busy reranker never waits: pools queue while it runs).
     #[arg(long, env = "STILLWEB_RERANK_BATCH_WAIT_MS", default_value_t = 2)]
     pub rerank_batch_wait_ms: u64,
-    /// Query embedding in batches: concurrent searches' queries (and a batch or `/retrieve`
-    /// call's) wait in one queue, and a search thread embeds up to this many in one model call,
-    /// with no wait: a lone query is embedded at once, and queries gather while the threads are
-    /// busy. 0: each search embeds its own query.
-    #[arg(long, env = "STILLWEB_EMBED_BATCH_QUERIES", default_value_t = 32)]
-    pub embed_batch_queries: usize,
-    /// Intra-op threads of the reranker; 0: one per core (it runs batches from every search,
-    /// so it is the one model worth the whole machine).
-    #[arg(long, env = "STILLWEB_RERANKER_THREADS", default_value_t = 0)]
-    pub reranker_threads: usize,
-    /// Where the models run: cpu, cuda or cuda:N (CUDA needs the onnxruntime-gpu library in
-    /// ORT_DYLIB_PATH).
-    #[arg(long, env = "STILLWEB_PROVIDER", default_value = "cpu")]
-    pub provider: ExecutionProvider,
-    /// Embedder directory (with model.toml); default: the one `models/fetch` installs. Must be
-    /// the model the index was built with.
-    #[arg(long, env = "STILLWEB_EMBEDDER")]
-    pub embedder: Option<PathBuf>,
-    /// Intra-op threads of each model (query embedder, reranker).
-    #[arg(long, env = "STILLWEB_MODEL_THREADS", default_value_t = 1)]
-    pub model_threads: usize,
-    /// What runs the query embedder on the CPU: onnx or native-int8 (default: what its
-    /// model.toml says). Use the engine the index was built with for identical vectors.
-    #[arg(long, env = "STILLWEB_ENGINE")]
-    pub engine: Option<stillweb_models::Engine>,
 }
 
 /// What a server serves.
@@ -300,9 +365,13 @@ pub struct Config {
     pub gold: Option<std::sync::Arc<crate::gold::Gold>>,
     /// Ranking parameters; the weights are set from `mode` once the index is open.
     pub search: SearchParams,
+    /// The preset the models and ranking come from (`--preset`, else the index's), if any.
+    pub preset: Option<Preset>,
     pub mode: Option<Mode>,
     pub embedder: PathBuf,
     pub reranker: Option<PathBuf>,
+    /// What runs `reranker` on the CPU (`--reranker-engine`; default: its model.toml's).
+    pub reranker_engine: Option<stillweb_models::Engine>,
     /// A rerank tier's base URLs (`--reranker-url`), instead of `reranker`.
     pub reranker_urls: Vec<String>,
     pub reranker_timeout: Duration,
@@ -327,80 +396,60 @@ pub struct Config {
 
 impl Args {
     pub fn validate(self) -> Result<Config, String> {
-        if self.request_timeout_secs == 0
-            || self.header_read_timeout_secs == 0
-            || self.body_read_timeout_secs == 0
+        if self.listen.request_timeout_secs == 0
+            || self.listen.header_read_timeout_secs == 0
+            || self.listen.body_read_timeout_secs == 0
         {
             return Err("--request-timeout-secs, --header-read-timeout-secs and --body-read-timeout-secs must be at least 1".into());
         }
-        if self.max_retrieve_batch == 0 {
+        if self.listen.max_retrieve_batch == 0 {
             return Err("--max-retrieve-batch must be at least 1".into());
         }
-        if self.max_query_chars == 0 || self.max_body_bytes < 1024 {
+        if self.listen.max_query_chars == 0 || self.listen.max_body_bytes < 1024 {
             return Err(
                 "--max-query-chars must be positive and --max-body-bytes at least 1024".into(),
             );
         }
-        if !(1..=1000).contains(&self.candidates) {
+        if !(1..=1000).contains(&self.models.candidates) {
             return Err(format!(
                 "--candidates must be between 1 and 1000, got {}",
-                self.candidates
+                self.models.candidates
             ));
         }
-        if self.max_sessions == 0
-            || self.max_urls_per_session == 0
-            || self.max_events_per_session == 0
-            || self.session_ttl_secs == 0
+        if self.access.max_sessions == 0
+            || self.access.max_urls_per_session == 0
+            || self.access.max_events_per_session == 0
+            || self.access.session_ttl_secs == 0
         {
             return Err("session limits (--max-sessions, --max-urls-per-session, --max-events-per-session, --session-ttl-secs) must be positive".into());
         }
-        if !(1..=1000).contains(&self.max_k) {
+        if !(1..=1000).contains(&self.listen.max_k) {
             return Err(format!(
                 "--max-k must be between 1 and 1000, got {}",
-                self.max_k
+                self.listen.max_k
             ));
-        }
-        if self.rerank_pool == 0 || self.rerank_pool > self.max_rerank_pool {
-            return Err(format!(
-                "--rerank-pool must be between 1 and --max-rerank-pool ({}), got {}",
-                self.max_rerank_pool, self.rerank_pool
-            ));
-        }
-        let reranks = self.reranker.is_some() || !self.reranker_url.is_empty();
-        if self.mode == Some(Mode::Rerank) && !reranks {
-            return Err("--mode rerank needs --reranker DIR or --reranker-url URL".into());
-        }
-        for url in &self.reranker_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!(
-                    "--reranker-url takes http(s) base URLs of rerank servers, got `{url}`"
-                ));
-            }
-        }
-        if self.reranker_timeout_ms == 0 {
-            return Err("--reranker-timeout-ms must be at least 1".into());
         }
         let shard_source = |lists: &[&str], flag: &str| -> Result<Source, String> {
             let shards = parse_shards(lists, flag)?;
-            if self.shard_timeout_ms == 0 {
+            if self.cluster.shard_timeout_ms == 0 {
                 return Err("--shard-timeout-ms must be at least 1".into());
             }
             Ok(Source::Shards {
                 shards,
-                call_timeout: Duration::from_millis(self.shard_timeout_ms),
-                startup_wait: Duration::from_secs(self.shard_startup_secs),
+                call_timeout: Duration::from_millis(self.cluster.shard_timeout_ms),
+                startup_wait: Duration::from_secs(self.cluster.shard_startup_secs),
             })
         };
-        let collections = match &self.index {
+        let collections = match &self.collections.index {
             Some(dir) => vec![CollectionSource {
                 name: None,
                 source: Source::Index {
                     dir: dir.clone(),
-                    overlays: self.overlay.clone(),
+                    overlays: self.collections.overlay.clone(),
                 },
             }],
-            None if self.collection.is_empty() => {
-                let lists: Vec<&str> = self.shard.iter().map(String::as_str).collect();
+            None if self.collections.collection.is_empty() => {
+                let lists: Vec<&str> = self.collections.shard.iter().map(String::as_str).collect();
                 vec![CollectionSource {
                     name: None,
                     source: shard_source(&lists, "--shard")?,
@@ -408,7 +457,7 @@ impl Args {
             }
             None => {
                 let mut collections: Vec<CollectionSource> = Vec::new();
-                for given in &self.collection {
+                for given in &self.collections.collection {
                     let (name, spec) = named("--collection", given)?;
                     if collections.iter().any(|c| c.name.as_deref() == Some(name)) {
                         return Err(format!("--collection {name} is given twice"));
@@ -427,7 +476,7 @@ impl Args {
                         source,
                     });
                 }
-                for given in &self.collection_overlay {
+                for given in &self.collections.collection_overlay {
                     let (name, dir) = named("--collection-overlay", given)?;
                     match collections
                         .iter_mut()
@@ -452,25 +501,28 @@ impl Args {
                 collections
             }
         };
-        if !valid_collection_name(&self.scholar_collection) {
+        let models = self.models.resolve(index_preset(&collections))?;
+        if !valid_collection_name(&self.collections.scholar_collection) {
             return Err(format!(
                 "--scholar-collection takes a collection name, got `{}`",
-                self.scholar_collection
+                self.collections.scholar_collection
             ));
         }
-        let session_store = match self.sessions.as_str() {
+        let session_store = match self.cluster.sessions.as_str() {
             "memory" => SessionStore::Memory,
             url if url.starts_with("redis://") => {
-                if self.sessions_timeout_ms == 0 {
+                if self.cluster.sessions_timeout_ms == 0 {
                     return Err("--sessions-timeout-ms must be at least 1".into());
                 }
-                if self.sessions_prefix.is_empty() || self.sessions_prefix.contains(['{', '}']) {
+                if self.cluster.sessions_prefix.is_empty()
+                    || self.cluster.sessions_prefix.contains(['{', '}'])
+                {
                     return Err("--sessions-prefix must be non-empty and without `{` or `}`".into());
                 }
                 SessionStore::Redis {
                     url: url.to_string(),
-                    prefix: self.sessions_prefix.clone(),
-                    timeout: Duration::from_millis(self.sessions_timeout_ms),
+                    prefix: self.cluster.sessions_prefix.clone(),
+                    timeout: Duration::from_millis(self.cluster.sessions_timeout_ms),
                 }
             }
             other => {
@@ -480,80 +532,172 @@ impl Args {
             }
         };
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-        let search_threads = if self.search_threads == 0 {
+        let search_threads = if self.listen.search_threads == 0 {
             cores
         } else {
-            self.search_threads
+            self.listen.search_threads
         };
         Ok(Config {
             collections,
-            scholar_collection: self.scholar_collection.clone(),
-            listen: self.listen,
+            scholar_collection: self.collections.scholar_collection.clone(),
+            listen: self.listen.listen,
             search_threads,
-            request_timeout: Duration::from_secs(self.request_timeout_secs),
-            max_body_bytes: self.max_body_bytes,
+            request_timeout: Duration::from_secs(self.listen.request_timeout_secs),
+            max_body_bytes: self.listen.max_body_bytes,
             // Each query as JSON: its characters (most are one byte), quotes, comma, escapes.
-            max_retrieve_body_bytes: self.max_body_bytes.max(
-                self.max_retrieve_batch
-                    .saturating_mul(self.max_query_chars.saturating_add(64)),
+            max_retrieve_body_bytes: self.listen.max_body_bytes.max(
+                self.listen
+                    .max_retrieve_batch
+                    .saturating_mul(self.listen.max_query_chars.saturating_add(64)),
             ),
-            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
-            body_read_timeout: Duration::from_secs(self.body_read_timeout_secs),
-            shutdown_drain: Duration::from_secs(self.shutdown_drain_secs),
-            max_query_chars: self.max_query_chars,
+            header_read_timeout: Duration::from_secs(self.listen.header_read_timeout_secs),
+            body_read_timeout: Duration::from_secs(self.listen.body_read_timeout_secs),
+            shutdown_drain: Duration::from_secs(self.listen.shutdown_drain_secs),
+            max_query_chars: self.listen.max_query_chars,
             sessions: SessionLimits {
-                idle_ttl: Duration::from_secs(self.session_ttl_secs),
-                max_sessions: self.max_sessions,
-                max_urls_per_session: self.max_urls_per_session,
-                max_events_per_session: self.max_events_per_session,
+                idle_ttl: Duration::from_secs(self.access.session_ttl_secs),
+                max_sessions: self.access.max_sessions,
+                max_urls_per_session: self.access.max_urls_per_session,
+                max_events_per_session: self.access.max_events_per_session,
             },
             session_store,
-            api_keys: match &self.api_keys {
+            api_keys: match &self.access.api_keys {
                 Some(path) => Some(std::sync::Arc::new(crate::access::Keys::load(path)?)),
                 None => None,
             },
-            gold: match &self.gold {
+            gold: match &self.access.gold {
                 Some(path) => Some(std::sync::Arc::new(crate::gold::Gold::load(path)?)),
                 None => None,
             },
             search: SearchParams {
-                candidates: self.candidates,
-                rerank_pool: if reranks { self.rerank_pool } else { 0 },
+                candidates: self.models.candidates,
+                rerank_pool: models.rerank_pool,
+                rerank_weight: models.rerank_weight,
                 ..SearchParams::default()
             },
-            mode: self.mode,
-            embedder: self
-                .embedder
-                .unwrap_or_else(stillweb_models::config::default_embedder_dir),
-            reranker: self.reranker,
+            preset: models.preset,
+            mode: models.mode,
+            embedder: models.embedder,
+            reranker: models.reranker,
+            reranker_engine: self.models.reranker_engine,
             reranker_urls: self
+                .models
                 .reranker_url
                 .iter()
                 .map(|u| u.trim_end_matches('/').to_string())
                 .collect(),
-            reranker_timeout: Duration::from_millis(self.reranker_timeout_ms),
-            max_rerank_pool: self.max_rerank_pool,
+            reranker_timeout: Duration::from_millis(self.models.reranker_timeout_ms),
+            max_rerank_pool: self.models.max_rerank_pool,
             rerank_batch: stillweb_models::batcher::BatchPolicy {
-                max_cost: self.rerank_batch_tokens,
-                max_wait: Duration::from_millis(self.rerank_batch_wait_ms),
+                max_cost: self.models.rerank_batch_tokens,
+                max_wait: Duration::from_millis(self.models.rerank_batch_wait_ms),
                 queue: 1024,
             },
-            embed_batch: (self.embed_batch_queries > 0).then_some(self.embed_batch_queries),
-            reranker_threads: if self.reranker_threads == 0 {
+            embed_batch: (self.models.embed_batch_queries > 0)
+                .then_some(self.models.embed_batch_queries),
+            reranker_threads: if self.models.reranker_threads == 0 {
                 cores
             } else {
-                self.reranker_threads
+                self.models.reranker_threads
             },
-            max_k: self.max_k,
-            max_batch: self.max_batch.max(1),
-            max_retrieve_batch: self.max_retrieve_batch,
-            max_in_flight: self.max_in_flight.max(1),
-            result_cache_entries: self.result_cache_entries,
-            embedding_cache_entries: self.embedding_cache_entries,
-            provider: self.provider,
-            model_threads: self.model_threads.max(1),
-            engine: self.engine,
+            max_k: self.listen.max_k,
+            max_batch: self.listen.max_batch.max(1),
+            max_retrieve_batch: self.listen.max_retrieve_batch,
+            max_in_flight: self.listen.max_in_flight.max(1),
+            result_cache_entries: self.caches.result_cache_entries,
+            embedding_cache_entries: self.caches.embedding_cache_entries,
+            provider: self.models.provider,
+            model_threads: self.models.model_threads.max(1),
+            engine: self.models.engine,
         })
+    }
+}
+
+/// The models and ranking after the preset: each flag given wins over the preset's value.
+struct ResolvedModels {
+    preset: Option<Preset>,
+    mode: Option<Mode>,
+    embedder: PathBuf,
+    reranker: Option<PathBuf>,
+    /// The default rerank pool (0 without a reranker).
+    rerank_pool: usize,
+    rerank_weight: f32,
+}
+
+impl ModelFlags {
+    /// Applies `--preset` (else `index_preset`, the one the default collection's index was built
+    /// with) under the flags given, and checks the reranking flags.
+    fn resolve(&self, index_preset: Option<Preset>) -> Result<ResolvedModels, String> {
+        let preset = self.preset.or(index_preset);
+        let tier = !self.reranker_url.is_empty();
+        let reranker = match tier {
+            true => None,
+            false => self
+                .reranker
+                .clone()
+                .or_else(|| preset.and_then(Preset::reranker_dir)),
+        };
+        let reranks = reranker.is_some() || tier;
+        let mode = self.mode.or(preset.and_then(Preset::mode));
+        if mode == Some(Mode::Rerank) && !reranks {
+            return Err("--mode rerank needs --reranker DIR or --reranker-url URL".into());
+        }
+        let pool = self
+            .rerank_pool
+            .or(preset.map(Preset::rerank_pool).filter(|&p| p > 0))
+            .unwrap_or(DEFAULT_RERANK_POOL);
+        if pool == 0 || pool > self.max_rerank_pool {
+            return Err(format!(
+                "--rerank-pool must be between 1 and --max-rerank-pool ({}), got {pool}",
+                self.max_rerank_pool
+            ));
+        }
+        for url in &self.reranker_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "--reranker-url takes http(s) base URLs of rerank servers, got `{url}`"
+                ));
+            }
+        }
+        if self.reranker_timeout_ms == 0 {
+            return Err("--reranker-timeout-ms must be at least 1".into());
+        }
+        let rerank_weight = self
+            .rerank_weight
+            .unwrap_or(preset.map_or(1.0, Preset::rerank_weight));
+        if !(0.0..=1.0).contains(&rerank_weight) {
+            return Err(format!(
+                "--rerank-weight is the reranker's share of a score, from 0 to 1; got {rerank_weight}"
+            ));
+        }
+        Ok(ResolvedModels {
+            preset,
+            mode,
+            embedder: match (&self.embedder, preset) {
+                (Some(dir), _) => dir.clone(),
+                (None, Some(preset)) => preset.embedder_dir(),
+                (None, None) => stillweb_models::config::default_embedder_dir(),
+            },
+            reranker,
+            rerank_pool: if reranks { pool } else { 0 },
+            rerank_weight,
+        })
+    }
+}
+
+/// The preset recorded in the default collection's index manifest, when it is an index
+/// directory whose manifest names one (an unreadable manifest is refused later, at open).
+fn index_preset(collections: &[CollectionSource]) -> Option<Preset> {
+    let Source::Index { dir, .. } = &collections.first()?.source else {
+        return None;
+    };
+    let manifest = stillweb_index::IndexManifest::read(dir).ok()?;
+    match manifest.preset?.parse() {
+        Ok(preset) => Some(preset),
+        Err(e) => {
+            tracing::warn!(index = %dir.display(), "{e}: serving it without a preset");
+            None
+        }
     }
 }
 
@@ -652,6 +796,58 @@ mod tests {
             "http://a",
         ]);
         assert!(both.is_err(), "--reranker and --reranker-url together");
+    }
+
+    #[test]
+    fn a_preset_sets_models_and_ranking_and_each_flag_wins_over_it() {
+        let quality = validate(&["--preset", "quality"]).expect("quality");
+        assert_eq!(quality.preset, Some(Preset::Quality));
+        assert_eq!(quality.embedder, Preset::Quality.embedder_dir());
+        assert_eq!(quality.reranker, Preset::Quality.reranker_dir());
+        assert_eq!(quality.mode, Some(Mode::Rerank));
+        assert_eq!(quality.search.rerank_pool, Preset::Quality.rerank_pool());
+        assert_eq!(
+            quality.search.rerank_weight,
+            Preset::Quality.rerank_weight()
+        );
+        let tuned = validate(&[
+            "--preset",
+            "quality",
+            "--rerank-pool",
+            "10",
+            "--rerank-weight",
+            "1",
+            "--embedder",
+            "/models/e",
+        ])
+        .expect("tuned");
+        assert_eq!(
+            (tuned.search.rerank_pool, tuned.search.rerank_weight),
+            (10, 1.0)
+        );
+        assert_eq!(tuned.embedder, PathBuf::from("/models/e"));
+        // A rerank tier replaces the preset's local reranker.
+        let tier =
+            validate(&["--preset", "quality", "--reranker-url", "http://a:1"]).expect("tier");
+        assert_eq!(tier.reranker, None);
+        assert_eq!(tier.search.rerank_pool, Preset::Quality.rerank_pool());
+        let fast = validate(&["--preset", "fast"]).expect("fast");
+        assert_eq!(
+            (fast.reranker, fast.mode, fast.search.rerank_pool),
+            (None, None, 0)
+        );
+        assert_eq!(fast.embedder, Preset::Fast.embedder_dir());
+        // No preset and an index that names none: each flag's own default.
+        assert_eq!(validate(&[]).expect("none").preset, None);
+        let err = Args::try_parse_from(["s", "--index", "/i", "--preset", "best"])
+            .expect_err("unknown preset")
+            .to_string();
+        assert!(
+            err.contains("unknown preset `best` (fast, quality)"),
+            "{err}"
+        );
+        let err = validate(&["--rerank-weight", "1.5"]).expect_err("weight");
+        assert!(err.contains("from 0 to 1; got 1.5"), "{err}");
     }
 
     #[test]

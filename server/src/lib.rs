@@ -376,8 +376,13 @@ fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>>
     let Some(dir) = &config.reranker else {
         return Ok(None);
     };
-    let model = load_reranker(dir, config.provider, config.reranker_threads)
-        .with_context(|| format!("loading the reranker from {}", dir.display()))?;
+    let model = load_reranker(
+        dir,
+        config.reranker_engine,
+        config.provider,
+        config.reranker_threads,
+    )
+    .with_context(|| format!("loading the reranker from {}", dir.display()))?;
     info!(model = model.model_id(), provider = %config.provider, threads = config.reranker_threads,
         pool = config.search.rerank_pool, batch = ?config.rerank_batch, "reranker loaded");
     Ok(Some(RerankWorker::spawn_batching(
@@ -390,7 +395,7 @@ fn load_reranker_worker(config: &Config) -> anyhow::Result<Option<RerankWorker>>
 /// Serves until SIGINT or SIGTERM, then stops accepting, finishes in-flight requests (for at
 /// most `--shutdown-drain-secs`), and exits.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    info!(config = ?config, "starting");
+    info!(preset = config.preset.map_or("none", |p| p.name()), config = ?config, "starting");
     let address = config.listen;
     let state = tokio::task::spawn_blocking(move || prepare(config)).await??;
     let listener = tokio::net::TcpListener::bind(address)

@@ -952,7 +952,7 @@ async fn rerank_answers_in_the_tei_shape_with_the_models_scores() {
     let ranked = body.as_array().expect("array");
     assert_eq!(ranked.len(), texts.len());
     let mut model =
-        stillweb_models::load_reranker(&fixture, stillweb_models::ExecutionProvider::Cpu, 1)
+        stillweb_models::load_reranker(&fixture, None, stillweb_models::ExecutionProvider::Cpu, 1)
             .expect("fixture");
     let direct = model.score("what is anarchism", &texts).expect("score");
     let mut seen = vec![false; texts.len()];

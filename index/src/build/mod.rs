@@ -71,6 +71,8 @@ pub struct BuildOptions {
     /// [`crate::overlay`]): only the manifest's documents, under ordinals after theirs, refusing
     /// URLs they hold. Empty: an index of its own.
     pub overlay_of: Vec<PathBuf>,
+    /// The preset whose embedder this build uses, recorded in the manifest.
+    pub preset: Option<crate::search::Preset>,
 }
 
 impl Default for BuildOptions {
@@ -86,6 +88,7 @@ impl Default for BuildOptions {
             shard: None,
             reuse_vectors: None,
             overlay_of: Vec::new(),
+            preset: None,
         }
     }
 }
@@ -567,6 +570,7 @@ fn build_into(
             finalized: false,
         }),
         overlay: stream.below.as_ref().map(Below::manifest),
+        preset: options.preset.map(|p| p.name().to_string()),
     };
     manifest.write(tmp)?;
     Ok(manifest)

@@ -28,6 +28,7 @@ pub mod explain;
 pub mod fetch;
 pub mod filter;
 pub mod pipeline;
+pub mod preset;
 pub mod rank;
 mod retriever;
 
@@ -40,6 +41,7 @@ use crate::query::ParsedQuery;
 pub use candidates::Candidates;
 pub use chunks::ChunkScore;
 pub use filter::{FilterCounts, FilterPlan};
+pub use preset::Preset;
 pub use rank::{Ranked, Ranking};
 pub use retriever::{Retriever, rerank_error};
 
@@ -166,9 +168,17 @@ pub struct SearchParams {
     /// in their fused order, at most [`CHUNKS_PER_DOCUMENT`] from each.
     #[serde(default)]
     pub rerank_pool: usize,
+    /// The reranker's share of a reranked document's score (1: its order alone; below 1,
+    /// interpolated with the fused score; [`rank::apply_rerank`]).
+    #[serde(default = "full_weight")]
+    pub rerank_weight: f32,
     /// Explain each result's rank ([`explain::Explained`] in the results).
     #[serde(default)]
     pub explain: bool,
+}
+
+fn full_weight() -> f32 {
+    1.0
 }
 
 /// A rerank pool takes at most this many chunks from one document, so that it covers many
@@ -184,6 +194,7 @@ impl Default for SearchParams {
             fusion: Fusion::Weighted,
             weights: Mode::Bm25.weights(),
             rerank_pool: 0,
+            rerank_weight: 1.0,
             explain: false,
         }
     }

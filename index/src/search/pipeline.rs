@@ -210,7 +210,7 @@ where
                 ))
                 .into());
             }
-            ranking.ranked = apply_rerank(ranking.ranked, &entries, &scores);
+            ranking.ranked = apply_rerank(ranking.ranked, &entries, &scores, params.rerank_weight);
             (pool, pool_scores) = (entries, scores);
         }
     }

@@ -107,7 +107,20 @@ pub fn rerank_pool(ranking: &Ranking, size: usize) -> Vec<PoolEntry> {
 /// Reorders `ranked` by the reranker's `scores` of `pool` (one each): reranked documents first,
 /// by their best chunk's score (MaxP; ties keep the fused order), with that chunk as snippet;
 /// the rest follow in fused order with score 0. An empty pool changes nothing.
-pub fn apply_rerank(ranked: Vec<Ranked>, pool: &[PoolEntry], scores: &[f32]) -> Vec<Ranked> {
+///
+/// `weight` is the reranker's share of a reranked document's score: 1 orders them by the
+/// reranker alone; below 1 its score is interpolated with the document's fused score, each
+/// min-max normalised over the reranked documents (`weight · rerank + (1 − weight) · fused`),
+/// which keeps what the retrievers knew where the reranker is unsure or out of its domain.
+/// The reranker's probability is normalised as its logit: probabilities crowd at 0 and 1,
+/// where a confident cross-encoder puts most passages, and would leave the order there to the
+/// fused score alone.
+pub fn apply_rerank(
+    ranked: Vec<Ranked>,
+    pool: &[PoolEntry],
+    scores: &[f32],
+    weight: f32,
+) -> Vec<Ranked> {
     if pool.is_empty() {
         return ranked;
     }
@@ -120,14 +133,23 @@ pub fn apply_rerank(ranked: Vec<Ranked>, pool: &[PoolEntry], scores: &[f32]) -> 
             *slot = (score, entry.chunk);
         }
     }
+    let fused = normalizer(
+        best.keys()
+            .filter_map(|&rank| Some(ranked.get(rank)?.score)),
+    );
+    let reranked = normalizer(best.values().map(|&(score, _)| logit(score)));
     let mut reranked: Vec<(usize, Ranked)> = best
         .iter()
         .filter_map(|(&rank, &(score, chunk))| {
-            let doc = ranked.get(rank)?.doc;
+            let r = ranked.get(rank)?;
+            let score = match weight >= 1.0 {
+                true => score,
+                false => weight * reranked(logit(score)) + (1.0 - weight) * fused(r.score),
+            };
             Some((
                 rank,
                 Ranked {
-                    doc,
+                    doc: r.doc,
                     score,
                     chunk: Some(chunk),
                 },
@@ -141,6 +163,18 @@ pub fn apply_rerank(ranked: Vec<Ranked>, pool: &[PoolEntry], scores: &[f32]) -> 
         .filter(|(rank, _)| !best.contains_key(rank))
         .map(|(_, r)| Ranked { score: 0.0, ..*r });
     reranked.into_iter().map(|(_, r)| r).chain(rest).collect()
+}
+
+/// `p`'s log-odds (a sigmoid's input), finite for every probability a model can return.
+fn logit(p: f32) -> f32 {
+    let p = f64::from(p).clamp(1e-12, 1.0 - 1e-12);
+    (p / (1.0 - p)).ln() as f32
+}
+
+/// [`normalized`] over the range of `values`.
+fn normalizer(values: impl Iterator<Item = f32>) -> impl Fn(f32) -> f32 {
+    let range = min_max(values);
+    move |v| normalized(Some(v), range)
 }
 
 pub(crate) fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
@@ -274,13 +308,31 @@ mod tests {
                 chunk: 11,
             },
         ];
-        let out = apply_rerank(ranked.clone(), &pool, &[0.2, 0.1, 0.7]);
+        let out = apply_rerank(ranked.clone(), &pool, &[0.2, 0.1, 0.7], 1.0);
         assert_eq!(
             out.iter().map(|r| (r.doc, r.chunk)).collect::<Vec<_>>(),
             [(1, Some(11)), (0, Some(0)), (2, Some(20)), (3, Some(30))]
         );
         assert_eq!(out[0].score, 0.7);
         assert_eq!(out[2].score, 0.0);
-        assert_eq!(apply_rerank(ranked.clone(), &[], &[]), ranked);
+        assert_eq!(apply_rerank(ranked.clone(), &[], &[], 1.0), ranked);
+        // Interpolated, each normalised over the two reranked documents: document 0 (fused 1.0
+        // -> 1, reranked 0.2 -> 0) against document 1 (fused 0.9 -> 0, reranked 0.7 -> 1):
+        // 0.7 and 0.3 at weight 0.3, 0.3 and 0.7 at weight 0.7.
+        let order = |weight| {
+            let out = apply_rerank(ranked.clone(), &pool, &[0.2, 0.1, 0.7], weight);
+            let scores: Vec<f32> = out.iter().take(2).map(|r| r.score).collect();
+            (out.iter().map(|r| r.doc).collect::<Vec<_>>(), scores)
+        };
+        let (docs, scores) = order(0.3);
+        assert_eq!(docs, [0, 1, 2, 3]);
+        assert!((scores[0] - 0.7).abs() < 1e-6 && (scores[1] - 0.3).abs() < 1e-6);
+        assert_eq!(order(0.7).0, [1, 0, 2, 3]);
+        // At weight 0 the fused order stands, snippets still the reranker's best chunks.
+        let out = apply_rerank(ranked.clone(), &pool, &[0.2, 0.1, 0.7], 0.0);
+        assert_eq!(
+            out.iter().map(|r| (r.doc, r.chunk)).collect::<Vec<_>>(),
+            [(0, Some(0)), (1, Some(11)), (2, Some(20)), (3, Some(30))]
+        );
     }
 }

@@ -5,12 +5,12 @@
 use ndarray::{ArrayViewD, Axis};
 use tokenizers::{EncodeInput, Tokenizer};
 
-use super::{PairRunner, RerankPool, Reranker, pairs_of, sigmoid_of_difference, split_by_pool};
+use super::{PairRunner, RerankPool, Reranker, pairs_of, split_by_pool};
 use crate::batch::TokenRow;
 use crate::onnx;
 use crate::runtime::ExecutionProvider;
 use crate::tokens::load_tokenizer;
-use crate::{ModelConfig, ModelError, PaddingSide};
+use crate::{ModelConfig, ModelError, PaddingSide, two_way_softmax};
 
 pub struct CrossEncoder {
     config: ModelConfig,
@@ -102,7 +102,7 @@ impl CrossEncoder {
         Ok(self
             .logits(rows)?
             .into_iter()
-            .map(|(negative, positive)| sigmoid_of_difference(negative, positive))
+            .map(|(negative, positive)| two_way_softmax(negative, positive))
             .collect())
     }
 }

@@ -22,19 +22,34 @@ pub use qwen3::{ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, Qwen3Reranker, SYSTEM_PRE
 
 use crate::batch::{TokenBatch, TokenRow};
 use crate::runtime::ExecutionProvider;
-use crate::{ModelConfig, ModelError, ModelKind, PaddingSide, RerankPool, Reranker};
+use crate::{Engine, ModelConfig, ModelError, ModelKind, PaddingSide, RerankPool, Reranker};
+pub(crate) use stillweb_model_core::{pairs_of, split_by_pool};
 
 /// Loads the reranker described by `DIR/model.toml` (`kind = "cross-encoder"` or
-/// `"qwen3-reranker"`).
+/// `"qwen3-reranker"`) on `engine`, or the one its `model.toml` names. A cross-encoder runs on
+/// the native int8 engine on CPUs when asked; GPUs and Qwen3-Reranker always use ONNX Runtime.
 pub fn load_reranker(
     dir: &Path,
+    engine: Option<Engine>,
     provider: ExecutionProvider,
     threads: usize,
 ) -> Result<Box<dyn Reranker>, ModelError> {
     let config = ModelConfig::load(dir)?;
     config.expect_kind(&[ModelKind::CrossEncoder, ModelKind::Qwen3Reranker])?;
-    Ok(match config.kind {
-        ModelKind::Qwen3Reranker => Box::new(Qwen3Reranker::new(config, provider, threads)?),
+    let engine = engine.unwrap_or(config.engine);
+    Ok(match (config.kind, engine, provider) {
+        (ModelKind::Qwen3Reranker, Engine::NativeInt8, _) => {
+            return Err(ModelError::Config {
+                path: dir.join("model.toml"),
+                message: "the native-int8 engine runs BERT cross-encoders, not Qwen3-Reranker; \
+                          use engine = \"onnx\""
+                    .into(),
+            });
+        }
+        (ModelKind::Qwen3Reranker, ..) => Box::new(Qwen3Reranker::new(config, provider, threads)?),
+        (_, Engine::NativeInt8, ExecutionProvider::Cpu) => {
+            Box::new(stillweb_native::NativeCrossEncoder::load(dir, threads)?)
+        }
         _ => Box::new(CrossEncoder::new(config, provider, threads)?),
     })
 }
@@ -106,44 +121,5 @@ impl PairRunner {
             }
         }
         Ok(scores)
-    }
-}
-
-/// Every (query, passage) pair of `pools`, pool after pool.
-fn pairs_of(pools: &[RerankPool]) -> impl Iterator<Item = (&str, &str)> {
-    pools.iter().flat_map(|pool| {
-        pool.passages
-            .iter()
-            .map(move |passage| (pool.query.as_str(), passage.as_str()))
-    })
-}
-
-/// `scores` of [`pairs_of`]`(pools)` cut back into one list per pool.
-fn split_by_pool(pools: &[RerankPool], scores: Vec<f32>) -> Vec<Vec<f32>> {
-    let mut scores = scores.into_iter();
-    pools
-        .iter()
-        .map(|pool| scores.by_ref().take(pool.passages.len()).collect())
-        .collect()
-}
-
-/// The probability of the second class of a two-way softmax, computed stably.
-fn sigmoid_of_difference(negative: f32, positive: f32) -> f32 {
-    let x = f64::from(positive) - f64::from(negative);
-    (1.0 / (1.0 + (-x).exp())) as f32
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_way_softmax_is_stable() {
-        assert!((sigmoid_of_difference(0.0, 0.0) - 0.5).abs() < 1e-7);
-        assert!(sigmoid_of_difference(-1000.0, 1000.0) > 0.999_999);
-        assert!(sigmoid_of_difference(1000.0, -1000.0) < 1e-6);
-        let (no, yes) = (1.3f32, -0.4f32);
-        let softmax = yes.exp() / (yes.exp() + no.exp());
-        assert!((sigmoid_of_difference(no, yes) - softmax).abs() < 1e-6);
     }
 }

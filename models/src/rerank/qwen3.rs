@@ -11,12 +11,12 @@ use ndarray::{ArrayViewD, Ix3};
 use ort::session::SessionOutputs;
 use tokenizers::Tokenizer;
 
-use super::{PairRunner, RerankPool, Reranker, pairs_of, sigmoid_of_difference, split_by_pool};
+use super::{PairRunner, RerankPool, Reranker, pairs_of, split_by_pool};
 use crate::batch::{TokenBatch, TokenRow};
 use crate::onnx;
 use crate::runtime::ExecutionProvider;
 use crate::tokens::load_tokenizer;
-use crate::{ModelConfig, ModelError, PaddingSide};
+use crate::{ModelConfig, ModelError, PaddingSide, two_way_softmax};
 
 /// The system turn and the opening of the user turn.
 pub const SYSTEM_PREFIX: &str = "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n";
@@ -121,7 +121,7 @@ impl Qwen3Reranker {
         let logits = self.no_yes_logits(rows)?;
         Ok(logits
             .into_iter()
-            .map(|(no, yes)| sigmoid_of_difference(no, yes))
+            .map(|(no, yes)| two_way_softmax(no, yes))
             .collect())
     }
 

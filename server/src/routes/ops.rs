@@ -328,6 +328,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "index": index,
         "collections": collections,
         "scholar_collection": scholar,
+        "preset": config.preset.map(|p| json!({"name": p.name(), "purpose": p.purpose()})),
         "models": {
             "embedder": state.corpus().embedder_id(),
             "reranker": state.corpus().reranker_id(),
@@ -339,6 +340,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
             "candidates": config.search.candidates,
             "weights": corpus.mode.weights(),
             "rerank_pool": config.search.rerank_pool,
+            "rerank_weight": config.search.rerank_weight,
             "max_rerank_pool": config.max_rerank_pool,
         },
         "limits": {

@@ -309,6 +309,7 @@ async function runIndex() {
       ["documents", index.documents],
       ["chunks", index.chunks],
       ["shards", index.shards ? index.shards.length : "one index"],
+      ["preset", data.preset ? `${data.preset.name} (${data.preset.purpose})` : "none (flags as given)"],
       ["embedder", data.models && data.models.embedder],
       ["reranker", data.models && data.models.reranker],
       ["execution provider", data.models && data.models.execution_provider],
