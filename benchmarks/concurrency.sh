@@ -7,6 +7,7 @@
 # Usage: benchmarks/concurrency.sh INDEX QUERIES OUT [SECONDS=15] [ROUNDS=3] [CONCURRENCIES="1 8 32"] [SERVER...]
 #   QUERIES: one query per line, or a BEIR queries.jsonl (its "text" fields are used).
 #   SERVER: server binaries to compare (default target/release/stillweb-server).
+#   SERVER_FLAGS: more flags for every server (e.g. "--preset quality").
 # Prints one line per run; each run's report.json is in OUT/<binary>-<round>-c<C>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ for round in $(seq "$rounds"); do
   for server in "${servers[@]}"; do
     name=$(basename "$(dirname "$(readlink -f "$server")")")-$round
     SERVER_BIN=$server start_server "$out" "$name" "$index" \
-      --result-cache-entries 0 --embedding-cache-entries 0
+      --result-cache-entries 0 --embedding-cache-entries 0 ${SERVER_FLAGS:-}
     "$loadtest" --target "$url" --queries "$queries" --out "$out/$name-warm" --workload search \
       --concurrency 8 --duration 5 --seed 9 > /dev/null
     last=${concurrencies##* }

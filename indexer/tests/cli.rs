@@ -392,6 +392,78 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
     assert!(stderr.contains("--chunk-vectors f32"), "{stderr}");
 }
 
+/// The quality preset end to end: a build with `--preset quality` embeds with its model and
+/// records the preset; a server given only that index serves the preset (bge-small, the
+/// MiniLM-L12 cross-encoder on the native engine, interpolated), says so in `/info`, and ranks
+/// the fabricated items' gold pages first through its API as the evaluation does in place.
+#[test]
+fn the_quality_preset_is_recorded_at_build_and_served_with_the_trained_reader() {
+    use stillweb_index::search::Preset;
+    let Some(data) = shared_data() else { return };
+    let reranker = Preset::Quality
+        .reranker_dir()
+        .expect("the quality preset reranks");
+    if !models_fetched() || !fetched(&reranker.join("model.safetensors"), "models/fetch") {
+        return;
+    }
+    let manifest = repo().join("corpus-manifests/fabricated.toml");
+    let documents = [data.join("fabricated/documents.jsonl")];
+    let out = cached_dense_build(
+        "fabricated-quality",
+        &manifest,
+        &documents,
+        None,
+        Some(Preset::Quality),
+    );
+    let built: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("manifest json");
+    assert_eq!(built["preset"], "quality");
+    assert_eq!(
+        built["dense"]["model_id"],
+        "sentence-transformers/all-MiniLM-L6-v2"
+    );
+
+    let items = data.join("fabricated/items.jsonl");
+    let in_place = json(&indexer(&[
+        "eval",
+        "--index",
+        path_str(&out),
+        "--preset",
+        "quality",
+        "--items",
+        path_str(&items),
+    ]));
+    let url = serve(&out, &[]);
+    let info: serde_json::Value = ureq::get(format!("{url}/info"))
+        .call()
+        .expect("/info")
+        .body_mut()
+        .read_json()
+        .expect("json");
+    assert_eq!(info["preset"]["name"], "quality", "{info}");
+    assert_eq!(
+        info["models"]["reranker"],
+        "cross-encoder/ms-marco-MiniLM-L-12-v2"
+    );
+    assert_eq!(info["search"]["mode"], "rerank");
+    assert_eq!(
+        info["search"]["rerank_weight"].as_f64(),
+        Some(f64::from(Preset::Quality.rerank_weight()))
+    );
+    let served = json(&indexer(&[
+        "eval",
+        "--target",
+        &url,
+        "--items",
+        path_str(&items),
+    ]));
+    let at1 = served["gold@1"].as_f64().expect("gold@1");
+    eprintln!("fabricated (quality preset, served): {served}");
+    assert_eq!(served["gold@1"], in_place["gold@1"], "{in_place}");
+    assert!(at1 >= 0.95, "gold@1 {at1}");
+}
+
 /// A content hash of everything that shapes a built index: the indexing code, the model files and
 /// the corpus. Expensive test indexes (embedding on 2 cores takes minutes) are cached under it,
 /// outside the checkout, and rebuilt whenever any of it changes.
@@ -479,19 +551,24 @@ fn cached_dense_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf 
 
 /// Builds (or reuses from the cache) a dense index of `manifest` with f32 chunk vectors.
 fn cached_full_precision_index(name: &str, manifest: &Path, data: &[PathBuf]) -> PathBuf {
-    cached_dense_build(&format!("{name}-f32"), manifest, data, None)
+    cached_dense_build(&format!("{name}-f32"), manifest, data, None, None)
 }
 
-/// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder, or
-/// with `shards`, a set of that many shards (`OUT/shard-I`) cut with the vectors of
-/// [`cached_full_precision_index`] (a corpus is embedded once for all its test indexes).
+/// Builds (or reuses from the cache) a dense index of `manifest` with the default embedder (or
+/// `preset`'s, recorded in the manifest), or with `shards`, a set of that many shards
+/// (`OUT/shard-I`) cut with the vectors of [`cached_full_precision_index`] (a corpus is embedded
+/// once for all its test indexes).
 fn cached_dense_build(
     name: &str,
     manifest: &Path,
     data: &[PathBuf],
     shards: Option<u32>,
+    preset: Option<stillweb_index::search::Preset>,
 ) -> PathBuf {
-    let model = stillweb_models::config::default_embedder_dir();
+    let model = preset.map_or_else(
+        stillweb_models::config::default_embedder_dir,
+        stillweb_index::search::Preset::embedder_dir,
+    );
     let mut inputs = vec![
         manifest.to_path_buf(),
         model.join("model.onnx"),
@@ -542,6 +619,9 @@ fn cached_dense_build(
         }
         if name.ends_with("-f32") {
             args.extend(["--chunk-vectors", "f32"]);
+        }
+        if let Some(preset) = preset {
+            args.extend(["--preset", preset.name()]);
         }
         json(&indexer(&args));
     });
@@ -751,7 +831,7 @@ fn scifact_as_three_shards_ranks_as_one_index() {
     }
     let scifact = SciFact::in_data(&data);
     let single = scifact.index();
-    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3));
+    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3), None);
     let beir = scifact.beir;
     let queries = scifact_test_queries(&beir);
     assert!(queries.len() >= 300, "{} test queries", queries.len());
@@ -1292,7 +1372,7 @@ fn batched_models_answer_as_unbatched_on_one_index_and_a_shard_set() {
     let reranker = path_str(&reranker);
     let scifact = SciFact::in_data(&data);
     let single = scifact.index();
-    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3));
+    let set = cached_dense_build("scifact", &scifact.manifest, &scifact.corpus, Some(3), None);
     let queries: Vec<String> = std::fs::read_to_string(scifact.beir.join("queries.jsonl"))
         .expect("queries")
         .lines()

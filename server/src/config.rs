@@ -203,8 +203,8 @@ pub struct CacheFlags {
 #[command(next_help_heading = "Models and presets")]
 pub struct ModelFlags {
     /// A named configuration of the models and ranking below: `fast` (RL rollouts: MiniLM-L6
-    /// hybrid, no reranker) or `quality` (agent evaluation: bge-small hybrid, then the
-    /// MiniLM-L12 cross-encoder over the chunk pool). Any flag below wins over the preset's
+    /// hybrid, no reranker) or `quality` (agent evaluation: the same, then the MiniLM-L12
+    /// cross-encoder over a 50-chunk pool, interpolated with the retrieval score). Any flag below wins over the preset's
     /// value. Default: the preset the index was built with (`stillweb-indexer build --preset`),
     /// else none (each flag's own default, which is `fast`'s).
     #[arg(long, env = "STILLWEB_PRESET")]
