@@ -4,6 +4,7 @@
 mod ann;
 mod bm25;
 mod composed;
+mod filtered;
 mod rng;
 mod synth;
 
@@ -129,6 +130,33 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "f32,i8")]
         quantization: Vec<String>,
     },
+    /// Date-filtered dense retrieval against the exact filtered top k: recall and time per
+    /// query, for each date range, over a query file (TSV: id, query); prints JSON.
+    FilteredRecall {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        /// How many of the queries to use.
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        /// Ranges FROM..UNTIL (days, UNTIL excluded).
+        #[arg(long, value_delimiter = ',', required = true)]
+        ranges: Vec<String>,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        /// Embedder directory; default: the one `models/fetch` installs.
+        #[arg(long)]
+        embedder: Option<PathBuf>,
+    },
+}
+
+/// The embedder at `dir` (default: the one `models/fetch` installs) on one CPU thread, as the
+/// server embeds queries.
+fn query_embedder(dir: Option<PathBuf>) -> anyhow::Result<Box<dyn stillweb_models::Embedder>> {
+    let dir = dir.unwrap_or_else(stillweb_models::config::default_embedder_dir);
+    stillweb_models::load_embedder(&dir, None, stillweb_models::ExecutionProvider::Cpu, 1)
+        .with_context(|| format!("loading the embedder from {}", dir.display()))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -243,15 +271,8 @@ fn main() -> anyhow::Result<()> {
                 .take(count)
                 .map(|(_, q)| q)
                 .collect();
-            let dir = embedder.unwrap_or_else(stillweb_models::config::default_embedder_dir);
-            let mut model = stillweb_models::load_embedder(
-                &dir,
-                None,
-                stillweb_models::ExecutionProvider::Cpu,
-                1,
-            )
-            .with_context(|| format!("loading the embedder from {}", dir.display()))?;
-            let meta = ann::prepare(&index, rows, &texts, &mut model, &out)?;
+            let mut model = query_embedder(embedder)?;
+            let meta = ann::prepare(&index, rows, &texts, &mut *model, &out)?;
             println!("{}", serde_json::to_string_pretty(&meta)?);
         }
         Command::Ann {
@@ -265,6 +286,25 @@ fn main() -> anyhow::Result<()> {
             for name in &quantization {
                 results.push(ann::run_usearch(&data, name, threads, &ef)?);
             }
+            println!("{}", serde_json::to_string_pretty(&results)?);
+        }
+        Command::FilteredRecall {
+            index,
+            queries,
+            count,
+            ranges,
+            k,
+            embedder,
+        } => {
+            anyhow::ensure!(k > 0, "--k must be at least 1");
+            let mut model = query_embedder(embedder)?;
+            let vectors = bm25::load_queries(&queries)?
+                .into_iter()
+                .take(count)
+                .map(|(_, q)| stillweb_models::embed_query(&mut *model, &q))
+                .collect::<Result<Vec<_>, _>>()?;
+            let index = SearchIndex::open(&index)?;
+            let results = filtered::measure(&index, &vectors, &ranges, k)?;
             println!("{}", serde_json::to_string_pretty(&results)?);
         }
     }

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod chunk;
+pub mod date;
 mod document;
 mod error;
 pub mod ingest;

@@ -3,6 +3,9 @@
 //!
 //! ```toml
 //! name = "samples"
+//! as_of = "2025-12-31"                   # optional: the collection's frozen clock, which relative
+//!                                        # date filters ("past week") count back from; default:
+//!                                        # its newest document's date
 //! [[source]]
 //! format = "wikipedia-xml"               # or fineweb-parquet, jsonl, beir
 //! path = "../shared/data/enwiki/*.bz2"   # a file or a glob, relative to the manifest's directory
@@ -26,6 +29,10 @@ pub struct CorpusManifest {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The collection's frozen clock (an ISO 8601 date or date-time): relative date filters
+    /// count back from it, never from the wall clock. Default: the newest document's date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
     #[serde(rename = "source")]
     pub sources: Vec<SourceSpec>,
     /// Directory that relative source paths are resolved against.
@@ -68,6 +75,11 @@ impl CorpusManifest {
         }
         if manifest.sources.is_empty() {
             return Err(invalid("no [[source]] entries".into()));
+        }
+        if let Some(as_of) = &manifest.as_of
+            && let Err(e) = crate::date::parse_instant(as_of)
+        {
+            return Err(invalid(format!("`as_of`: {e}")));
         }
         for (i, source) in manifest.sources.iter().enumerate() {
             if let Some(hash) = &source.sha256

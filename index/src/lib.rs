@@ -47,7 +47,7 @@ pub use build::revector;
 
 pub use build::{BuildOptions, BuildReport, build_index, build_index_with, build_shards};
 pub use error::IndexError;
-pub use manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
+pub use manifest::{DateReport, FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use query::{ParsedQuery, parse};
 pub use read::{SearchIndex, StoredDoc};
 pub use search::{Hit, Retriever, SearchParams, SearchResults};

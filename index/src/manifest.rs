@@ -11,7 +11,7 @@ use stillweb_corpus::chunk::ChunkerConfig;
 use crate::IndexError;
 
 /// Bumped whenever the on-disk layout or its meaning changes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -31,6 +31,8 @@ pub struct IndexManifest {
     pub chunks: u64,
     pub duplicates: u64,
     pub bad_records: u64,
+    /// Its documents' dates: how many could be read, their span, and the frozen clock.
+    pub dates: DateReport,
     /// Present when the index has dense vectors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dense: Option<crate::dense::DenseManifest>,
@@ -45,6 +47,39 @@ pub struct IndexManifest {
     /// configuration, and the vectors' model is recorded in `dense`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+}
+
+/// The documents' dates (see `stillweb_corpus::date`), as the build report prints them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DateReport {
+    /// Documents whose date was read (they match date filters).
+    pub dated: u64,
+    /// Documents without one, or with one that could not be read: no bounded date range
+    /// matches them.
+    pub undated: u64,
+    /// The oldest and newest dated documents' instants (seconds since the Unix epoch, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest: Option<i64>,
+    /// The collection's frozen clock (the corpus manifest's `as_of`, else the newest
+    /// document's date; for a shard or an overlay, its whole corpus's): relative date filters
+    /// ("past week") count back from it, never from the wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<i64>,
+}
+
+impl DateReport {
+    /// Counts a document dated `date` (`None`: undated).
+    pub fn count(&mut self, date: Option<i64>) {
+        let Some(t) = date else {
+            self.undated += 1;
+            return;
+        };
+        self.dated += 1;
+        self.oldest = Some(self.oldest.map_or(t, |o| o.min(t)));
+        self.newest = Some(self.newest.map_or(t, |n| n.max(t)));
+    }
 }
 
 /// Per-source counts, as the build report prints them.

@@ -3,12 +3,16 @@
 //! ```text
 //! query       := item*
 //! item        := "OR" | ["-"] operand
-//! operand     := '"' phrase '"' | "site:" host | word
+//! operand     := '"' phrase '"' | "site:" host | "after:" period | "before:" period | word
 //! ```
 //!
 //! - `"exact phrase"` must occur in the page (its words, in order, stop words allowed between);
 //! - `site:host` keeps pages whose host is `host` or ends with `.host`;
 //! - `-word`, `-"phrase"`, `-site:host` exclude pages that match;
+//! - `after:2024-03-05` keeps pages dated that day or later, `before:2024-03-05` pages dated
+//!   before it; the period may be a month (`2024-03`) or a year (`after:2023` is from
+//!   2023-01-01, `before:2023` before it). Undated pages match neither; several bounds narrow the
+//!   range (an `OR` between them changes nothing);
 //! - `A OR B` between phrases or sites makes them alternatives (at least one must match); between
 //!   plain words it changes nothing, since plain words are already alternatives that score.
 //!
@@ -16,6 +20,7 @@
 //! fails: an unbalanced quote, an empty `site:`, a lone `-` or a dangling `OR` are read as words.
 
 use serde::{Deserialize, Serialize};
+use stillweb_corpus::date::{DateRange, parse_period};
 
 /// A page filter that must (or must not) match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,20 +44,30 @@ pub struct ParsedQuery {
     pub excluded: Vec<Constraint>,
     /// Words whose pages are dropped (`-word`).
     pub excluded_words: Vec<String>,
+    /// The dates pages must have (`after:`, `before:`, and the range an API's date filter or a
+    /// session's cutoff adds): unbounded keeps undated pages too.
+    #[serde(default, skip_serializing_if = "DateRange::is_unbounded")]
+    pub published: DateRange,
 }
 
 impl ParsedQuery {
     /// Whether any operator restricts the result set.
     pub fn has_filters(&self) -> bool {
-        !self.required.is_empty() || !self.excluded.is_empty() || !self.excluded_words.is_empty()
+        !self.required.is_empty()
+            || !self.excluded.is_empty()
+            || !self.excluded_words.is_empty()
+            || self.published.is_bounded()
     }
 
     /// How many operators the query holds (each phrase, `site:` and `-term`, counting every
-    /// alternative of an `OR`): each one is a filter clause, so servers cap it.
+    /// alternative of an `OR`; the date range's bounds): each one is a filter clause, so servers
+    /// cap it.
     pub fn operator_count(&self) -> usize {
         self.required.iter().map(Vec::len).sum::<usize>()
             + self.excluded.len()
             + self.excluded_words.len()
+            + usize::from(self.published.from.is_some())
+            + usize::from(self.published.until.is_some())
     }
 
     /// Whether some required group asks for a phrase (these can be relaxed when nothing matches).
@@ -82,6 +97,8 @@ enum Operand {
     Word(String),
     Phrase(String),
     Site(String),
+    /// `after:` or `before:`, as the range it keeps.
+    Dates(DateRange),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +156,9 @@ pub fn parse(query: &str) -> ParsedQuery {
                     }
                     (false, Operand::Phrase(p)) => words.push(p),
                     (false, Operand::Site(s)) => parsed.required.push(vec![Constraint::Site(s)]),
+                    (_, Operand::Dates(range)) => {
+                        parsed.published = parsed.published.intersect(range);
+                    }
                     (true, Operand::Word(w)) => parsed.excluded_words.push(w),
                     (true, Operand::Phrase(p)) => parsed.excluded.push(Constraint::Phrase(p)),
                     (true, Operand::Site(s)) => parsed.excluded.push(Constraint::Site(s)),
@@ -154,10 +174,13 @@ pub fn parse(query: &str) -> ParsedQuery {
                     alternatives.push(Constraint::Phrase(p));
                 }
                 Operand::Site(s) => alternatives.push(Constraint::Site(s)),
+                Operand::Dates(range) => parsed.published = parsed.published.intersect(range),
                 Operand::Word(w) => words.push(w),
             }
         }
-        parsed.required.push(alternatives);
+        if !alternatives.is_empty() {
+            parsed.required.push(alternatives);
+        }
     }
     parsed.text = words.join(" ");
     parsed
@@ -200,13 +223,27 @@ fn tokenize(query: &str) -> Vec<Token> {
             tokens.push(Token::Or);
             continue;
         }
-        let operand = match site(&word) {
-            Some(host) => Operand::Site(host),
-            None => Operand::Word(word),
+        let operand = match (site(&word), dates(&word)) {
+            (Some(host), _) => Operand::Site(host),
+            // A negated date bound means nothing: it stays a word.
+            (None, Some(range)) if !negated => Operand::Dates(range),
+            _ => Operand::Word(word),
         };
         tokens.push(Token::Item { negated, operand });
     }
     tokens
+}
+
+/// `after:PERIOD` → the range from the period's start, `before:PERIOD` → the range before it;
+/// `None` if the word is neither with a period `parse_period` reads.
+fn dates(word: &str) -> Option<DateRange> {
+    let (name, period) = word.split_once(':')?;
+    let (start, _) = parse_period(period)?;
+    match name.to_ascii_lowercase().as_str() {
+        "after" => Some(DateRange::since(start)),
+        "before" => Some(DateRange::before(start)),
+        _ => None,
+    }
 }
 
 /// `site:host` → the host, normalised; `None` if the word is not a usable site operator.
@@ -315,6 +352,33 @@ mod tests {
         assert_eq!(
             parse("SITE:HTTPS://Example.COM:8080/path").required,
             vec![vec![site_c("example.com")]]
+        );
+    }
+
+    #[test]
+    fn after_and_before_bound_the_date_with_the_other_operators() {
+        let day = |d: &str| stillweb_corpus::date::parse_day(d).expect("day");
+        let q = parse(r#"drekev labs after:2021 before:2022-06-01 site:techbrief.example -"wiki""#);
+        assert_eq!(q.text, "drekev labs");
+        assert_eq!(
+            q.published,
+            DateRange::between(day("2021-01-01"), day("2022-06-01"))
+        );
+        assert_eq!(q.required, vec![vec![site_c("techbrief.example")]]);
+        assert_eq!(q.excluded, vec![phrase("wiki")]);
+        assert_eq!(q.operator_count(), 4);
+        assert!(q.has_filters());
+        assert!(parse("news after:2024-03").has_filters());
+        // Several bounds narrow; OR between them changes nothing; the relaxed query keeps them.
+        let q = parse(r#""no such phrase" after:2020 OR after:2023"#);
+        assert_eq!(q.published, DateRange::since(day("2023-01-01")));
+        assert_eq!(q.relaxed().published, q.published);
+        // Not a date bound: words.
+        assert_eq!(parse("after:tomorrow").text, "after:tomorrow");
+        assert!(!parse("after:tomorrow").has_filters());
+        assert_eq!(
+            parse("-before:2020").excluded_words,
+            vec!["before:2020".to_string()]
         );
     }
 

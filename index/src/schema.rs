@@ -34,7 +34,12 @@ pub struct DocFields {
     /// URL as shown to agents.
     pub url: Field,
     pub title: Field,
+    /// The date as the source gave it, shown as is.
     pub date: Field,
+    /// The date read as an instant (seconds since the Unix epoch, UTC; see
+    /// `stillweb_corpus::date`), for date filters: absent on an undated page, which no bounded
+    /// range matches.
+    pub published: Field,
     /// Full text, stored for visits.
     pub body: Field,
     /// Title and body, analysed: what document-level BM25 scores.
@@ -54,6 +59,7 @@ impl DocFields {
             url: b.add_text_field("url", STORED),
             title: b.add_text_field("title", STORED),
             date: b.add_text_field("date", STORED),
+            published: b.add_i64_field("published", FAST),
             body: b.add_text_field("body", STORED),
             content: b.add_text_field("content", analyzed(true)),
             chunk_count: b.add_u64_field("chunk_count", FAST | STORED),
@@ -70,6 +76,7 @@ impl DocFields {
             url: schema.get_field("url")?,
             title: schema.get_field("title")?,
             date: schema.get_field("date")?,
+            published: schema.get_field("published")?,
             body: schema.get_field("body")?,
             content: schema.get_field("content")?,
             chunk_count: schema.get_field("chunk_count")?,

@@ -214,6 +214,8 @@ pub fn finalize_over(set: &Path, below: &[PathBuf]) -> Result<FinalizeReport, In
         )));
     }
     let chunks: u64 = shards.iter().map(|(m, _)| m.chunks).sum();
+    // One frozen clock for the set: a shard's newest page is not the corpus's.
+    let as_of = shards.iter().filter_map(|(m, _)| m.dates.as_of).max();
     let mut own = Vec::new();
     for (_, dir) in &shards {
         let index = SearchIndex::open_unfinalized(dir)?;
@@ -254,6 +256,7 @@ pub fn finalize_over(set: &Path, below: &[PathBuf]) -> Result<FinalizeReport, In
             shard.corpus_chunks = Some(chunks);
             shard.finalized = true;
         }
+        manifest.dates.as_of = as_of;
         manifest.write(&dir)?;
         crate::checksums::write(&dir)?;
         info!(shard = %dir.display(), "shard finalized");

@@ -141,4 +141,14 @@ fn print_sources(manifest: &IndexManifest) {
             );
         }
     }
+    let dates = &manifest.dates;
+    let span = |t: Option<i64>| t.map_or_else(|| "-".into(), stillweb_corpus::date::day);
+    eprintln!(
+        "dates: {} documents dated ({} .. {}), {} undated (no bounded date filter matches them); as of {}",
+        dates.dated,
+        span(dates.oldest),
+        span(dates.newest),
+        dates.undated,
+        span(dates.as_of)
+    );
 }

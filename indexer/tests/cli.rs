@@ -396,6 +396,89 @@ fn fabricated_items_gold_ranks_first_with_hybrid_search() {
 /// records the preset; a server given only that index serves the preset (bge-small, the
 /// MiniLM-L12 cross-encoder on the native engine, interpolated), says so in `/info`, and ranks
 /// the fabricated items' gold pages first through its API as the evaluation does in place.
+/// The document graph searched with a date filter as its predicate finds the filter's true
+/// nearest pages: its top 10 against an exact scan of the pages the filter allows, for ranges
+/// from one year (a tenth of the pages) to all dated ones, on the fabricated items' questions.
+#[test]
+fn a_date_filtered_graph_search_finds_the_exact_filtered_top_10() {
+    let Some(data) = shared_data() else { return };
+    if !models_fetched() {
+        return;
+    }
+    let manifest = repo().join("corpus-manifests/fabricated.toml");
+    let documents = data.join("fabricated/documents.jsonl");
+    let out = cached_dense_index("fabricated", &manifest, std::slice::from_ref(&documents));
+    let index = stillweb_index::SearchIndex::open(&out).expect("open");
+    let dense = index.dense().expect("vectors");
+    // One source, no duplicates: a page's ordinal is its line.
+    let dates: Vec<i64> = std::fs::read_to_string(&documents)
+        .expect("documents")
+        .lines()
+        .map(|l| {
+            let doc: serde_json::Value = serde_json::from_str(l).expect("json");
+            stillweb_corpus::date::document_instant(doc["date"].as_str().expect("date"))
+                .expect("dated")
+        })
+        .collect();
+    let mut embedder = stillweb_models::load_embedder(
+        &stillweb_models::config::default_embedder_dir(),
+        None,
+        stillweb_models::ExecutionProvider::Cpu,
+        1,
+    )
+    .expect("embedder");
+    let questions: Vec<String> = std::fs::read_to_string(data.join("fabricated/items.jsonl"))
+        .expect("items")
+        .lines()
+        .take(40)
+        .map(|l| {
+            let item: serde_json::Value = serde_json::from_str(l).expect("item");
+            item["question"].as_str().expect("question").to_string()
+        })
+        .collect();
+    let day = |d: &str| stillweb_corpus::date::parse_day(d).expect("day");
+    for (from, until) in [
+        ("2018-01-01", "2019-01-01"),
+        ("2012-01-01", "2016-01-01"),
+        ("2000-01-01", "2030-01-01"),
+    ] {
+        let range = stillweb_corpus::date::DateRange::between(day(from), day(until));
+        let allowed: Vec<u64> = (0..dates.len() as u64)
+            .filter(|&o| range.keeps(Some(dates[o as usize])))
+            .collect();
+        let (mut found, mut wanted) = (0usize, 0usize);
+        for question in &questions {
+            let vector = stillweb_models::embed_query(&mut *embedder, question).expect("embed");
+            let got = dense
+                .search_docs_among(&vector, 10, &allowed)
+                .expect("filtered search");
+            let want = dense
+                .rank_exactly(
+                    &vector,
+                    allowed.iter().map(|&o| (o, index.chunk_range(o))),
+                    10,
+                )
+                .expect("exact");
+            assert!(
+                got.iter().all(|(o, _)| allowed.binary_search(o).is_ok()),
+                "{from}..{until}: a page outside the range"
+            );
+            assert_eq!(got.len(), want.len().min(10), "{from}..{until}: {question}");
+            found += got
+                .iter()
+                .filter(|g| want.iter().any(|w| w.0 == g.0))
+                .count();
+            wanted += want.len();
+        }
+        let recall = found as f64 / wanted as f64;
+        eprintln!(
+            "{from}..{until}: {} pages, filtered graph recall@10 {recall:.3}",
+            allowed.len()
+        );
+        assert!(recall >= 0.95, "{from}..{until}: recall@10 {recall:.3}");
+    }
+}
+
 #[test]
 fn the_quality_preset_is_recorded_at_build_and_served_with_the_trained_reader() {
     use stillweb_index::search::Preset;

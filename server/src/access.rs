@@ -9,6 +9,8 @@
 //! role = "client"   # optional: `client` (default), `metrics` (only `GET /metrics`) or
 //!                   # `operator` (a client that also lists and reads every key's sessions,
 //!                   # and reads /metrics)
+//! as_of = "2024-03-05"  # optional: the web as of that day (or ISO 8601 instant): no page
+//!                   # dated later is ever searched or visited with this key, in any API
 //! ```
 //!
 //! Every endpoint but `/healthz` and `/readyz` then needs a key, taken where each API's own
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use stillweb_corpus::date::as_of_cutoff;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::Dialect;
@@ -47,6 +50,9 @@ pub struct Caller {
     pub namespace: Arc<str>,
     /// An operator key: may list and read the sessions of every key.
     pub operator: bool,
+    /// The key's `as_of`, as the first instant it may not see (pages dated at or after it are
+    /// never searched or visited): an evaluation's "the web as of the question's date".
+    pub sees_before: Option<i64>,
 }
 
 impl Caller {
@@ -55,6 +61,7 @@ impl Caller {
         Caller {
             namespace: Arc::from(OPEN_NAMESPACE),
             operator: false,
+            sees_before: None,
         }
     }
 }
@@ -88,6 +95,7 @@ struct KeyEntry {
     burst: Option<f64>,
     #[serde(default)]
     role: Role,
+    as_of: Option<String>,
 }
 
 /// A refused request: the error, and for a rate limit how long to wait.
@@ -244,10 +252,16 @@ impl Keys {
                     Some(Mutex::new(Bucket::new(rate, burst, now)))
                 }
             };
+            let sees_before = entry
+                .as_of
+                .as_deref()
+                .map(|text| as_of_cutoff(text).map_err(|e| format!("{at}: `as_of`: {e}")))
+                .transpose()?;
             let key = Key {
                 caller: Caller {
                     namespace: Arc::from(entry.name.as_str()),
                     operator: entry.role == Role::Operator,
+                    sees_before,
                 },
                 role: entry.role,
                 bucket,

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use stillweb_index::DateReport;
 use stillweb_index::dense::DenseManifest;
 use stillweb_index::overlay::layered_build_id;
 use stillweb_index::search::fetch::Pages;
@@ -51,6 +52,9 @@ pub struct CorpusInfo {
     pub shard: Option<ShardManifest>,
     /// The overlays served over the base, in order (`build_id` names them all).
     pub overlays: Vec<LayerInfo>,
+    /// Its documents' dates, and the frozen clock relative date filters count back from
+    /// (`as_of`; for a shard set or layers, the whole corpus's).
+    pub dates: DateReport,
 }
 
 /// One overlay of a served corpus.
@@ -99,8 +103,24 @@ impl CorpusInfo {
                     chunks: l.manifest().chunks,
                 })
                 .collect(),
+            dates: layered_dates(&all),
         }
     }
+}
+
+/// The dates of layers served as one corpus: their counts summed, their spans joined, the
+/// newest clock (an overlay adds newer pages).
+fn layered_dates(layers: &[&SearchIndex]) -> DateReport {
+    let mut dates = DateReport::default();
+    for layer in layers {
+        let d = &layer.manifest().dates;
+        dates.dated += d.dated;
+        dates.undated += d.undated;
+        dates.oldest = [dates.oldest, d.oldest].into_iter().flatten().min();
+        dates.newest = [dates.newest, d.newest].into_iter().flatten().max();
+        dates.as_of = [dates.as_of, d.as_of].into_iter().flatten().max();
+    }
+    dates
 }
 
 /// What a session remembers a URL shown from `collection` (its normalised `url_key`) by: the

@@ -330,6 +330,7 @@ mod tests {
             started: "t".into(),
             events,
             dropped_events: 0,
+            as_of: None,
         }
     }
 

@@ -55,6 +55,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/visit"),
     ("GET", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
+    ("PUT", "/v1/sessions/{id}"),
     ("DELETE", "/v1/sessions/{id}"),
     ("POST", "/v1/search/batch"),
     ("GET", "/healthz"),
@@ -96,7 +97,9 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/sessions", get(routes::sessions::list))
         .route(
             "/v1/sessions/{id}",
-            get(routes::sessions::transcript).delete(routes::sessions::end),
+            get(routes::sessions::transcript)
+                .put(routes::sessions::pin)
+                .delete(routes::sessions::end),
         )
         .route("/v1/search/batch", post(routes::batch::batch))
         .route("/retrieve", post(compat::search_r1::retrieve))

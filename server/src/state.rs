@@ -5,9 +5,11 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, ArcSwapOption};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use stillweb_corpus::date::DateRange;
 use stillweb_index::SearchResults;
 use tokio::sync::Semaphore;
 
+use crate::access::Caller;
 use crate::cache::LruCache;
 use crate::config::Config;
 use crate::config::SessionStore;
@@ -15,6 +17,7 @@ use crate::corpus::Corpus;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics::Metrics;
 use crate::pool::SearchPool;
+use crate::session::SessionId;
 use crate::session::{MemorySessions, RedisSessions, Sessions};
 
 tokio::task_local! {
@@ -32,6 +35,9 @@ pub struct Request {
     path: Option<usize>,
     /// The collection the request searches: the path's, one a handler chose, or the default.
     chosen: AtomicUsize,
+    /// The dates its caller may see (an API key's `as_of`): every search and visit of the
+    /// request keeps to them.
+    sees: DateRange,
 }
 
 impl Request {
@@ -148,14 +154,33 @@ impl AppState {
 
     /// What a request takes as it starts: the corpora serving now, searching the one at
     /// `path` (a `/c/{name}/` prefix) or else the default; an error for a name not served.
-    pub fn request(&self, path: Option<&str>) -> Result<Request, ApiError> {
+    pub fn request(&self, path: Option<&str>, caller: &Caller) -> Result<Request, ApiError> {
         let corpora = self.corpora();
         let path = path.map(|name| position(&corpora, name)).transpose()?;
         Ok(Request {
             corpora,
             path,
             chosen: AtomicUsize::new(path.unwrap_or(0)),
+            sees: DateRange {
+                from: None,
+                until: caller.sees_before,
+            },
         })
+    }
+
+    /// The dates the request being served may see in `session`: up to its API key's `as_of`
+    /// and the session's pin ([`crate::session::Pin`]), where either has one. Every search and
+    /// visit keeps to them.
+    pub async fn visible_dates(&self, session: Option<&SessionId>) -> Result<DateRange, ApiError> {
+        let key = REQUEST.try_with(|r| r.sees).unwrap_or_default();
+        let pin = match session {
+            Some(session) => self.sessions.pin_of(session).await?,
+            None => None,
+        };
+        Ok(key.intersect(DateRange {
+            from: None,
+            until: pin.map(|p| p.sees_before),
+        }))
     }
 
     /// The corpus of the request being served: the collection its path named or a handler

@@ -324,7 +324,7 @@ async fn serper_scrape_reads_a_shown_page_in_serpers_shape() {
         (
             "/s/scrape-1/serper/scrape",
             json!({"includeMarkdown": true}),
-            StatusCode::UNPROCESSABLE_ENTITY,
+            StatusCode::BAD_REQUEST,
             "`url` is required",
         ),
     ] {
@@ -460,7 +460,7 @@ async fn collections_are_chosen_by_path_or_field_and_unknown_ones_refused_in_eac
         (
             "/c/web/serper/scholar",
             json!({"q": "x"}),
-            422,
+            400,
             "conflicting collections",
             "message",
         ),
@@ -632,8 +632,8 @@ async fn serper_parameters_from_the_query_string() {
     // No `q` anywhere: Serper's error shape with the reason.
     let (status, _, bytes) = send(&s, raw("GET", "/serper/search?num=3", "")).await;
     let body = json_of(&bytes);
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(body["statusCode"], 422);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["statusCode"], 400);
     assert!(
         body["message"]
             .as_str()

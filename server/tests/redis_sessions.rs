@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stillweb_server::access::Caller;
-use stillweb_server::session::{MemorySessions, RedisSessions, SessionId, SessionLimits, Sessions};
+use stillweb_server::session::{
+    MemorySessions, Pin, RedisSessions, SessionId, SessionLimits, Sessions,
+};
 use stillweb_test_support::Redis;
 use support::{get, post, samples_index, spawn_server};
 
@@ -149,6 +151,64 @@ async fn redis_store_answers_as_the_memory_store() {
         assert!(!store.end(&id("a")).await.expect("end"));
         assert!(!store.has_seen(&id("a"), "https://u2/").await.expect("seen"));
         assert_eq!(store.active().await.expect("active"), 2);
+    }
+}
+
+/// A pin starts a session, never moves, shows in the transcript, survives searches, and ends
+/// with its session: the same in both stores.
+#[tokio::test]
+async fn pins_are_kept_alike_in_both_stores() {
+    let Some(redis) = Redis::start() else { return };
+    let limits = limits(Duration::from_secs(60), 10);
+    let memory = Sessions::Memory(MemorySessions::new(limits.clone()));
+    let shared = Sessions::Redis(
+        RedisSessions::connect(&redis.url(), "pins", limits, Duration::from_millis(500))
+            .expect("connect"),
+    );
+    let pin = |as_of: &str, sees_before: i64| Pin {
+        as_of: as_of.into(),
+        sees_before,
+    };
+    for store in [&memory, &shared] {
+        assert_eq!(store.pin_of(&id("p")).await.expect("read"), None);
+        let held = store
+            .pin(&id("p"), pin("2015-06-30", 100))
+            .await
+            .expect("pin");
+        assert_eq!(held, pin("2015-06-30", 100));
+        let held = store
+            .pin(&id("p"), pin("2020-01-01", 200))
+            .await
+            .expect("pin");
+        assert_eq!(held, pin("2015-06-30", 100), "a pin never moves");
+        store
+            .record_search(&id("p"), None, "q", &shown(&["u1"]))
+            .await
+            .expect("search");
+        assert_eq!(
+            store.pin_of(&id("p")).await.expect("read"),
+            Some(pin("2015-06-30", 100))
+        );
+        let transcript = store
+            .transcript(&id("p"))
+            .await
+            .expect("read")
+            .expect("alive");
+        assert_eq!(transcript.as_of.as_deref(), Some("2015-06-30"));
+        assert_eq!(transcript.events.len(), 1);
+        // An unpinned session's transcript has none.
+        store
+            .record_search(&id("u"), None, "q", &shown(&["u1"]))
+            .await
+            .expect("search");
+        let transcript = store
+            .transcript(&id("u"))
+            .await
+            .expect("read")
+            .expect("alive");
+        assert_eq!(transcript.as_of, None);
+        assert!(store.end(&id("p")).await.expect("end"));
+        assert_eq!(store.pin_of(&id("p")).await.expect("read"), None);
     }
 }
 

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stillweb_index::shard::shard_dir;
 use support::{
-    Server, client_python, episodes_surviving, get, loadtest_binary, post, repo, samples_index,
-    shared_data, spawn_server,
+    Server, client_python, episodes_surviving, get, loadtest_binary, post, put, repo,
+    samples_index, shared_data, spawn_server,
 };
 
 /// The samples corpus built as a set of 3 shards (BM25 only), once per test binary.
@@ -111,6 +111,8 @@ fn queries() -> Vec<String> {
             "\"no page says this zqxj\" river bridges",
             "site:techbrief.example program update",
             "Drekev OR Seogev labs program",
+            "labs program update after:2020 before:2022",
+            "Drekev labs fellowship before:2015-06",
         ]
         .map(String::from),
     );
@@ -134,6 +136,21 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
     );
     assert_eq!(info["index"]["chunks"], single_info["index"]["chunks"]);
     assert_eq!(info["index"]["shards"].as_array().map(Vec::len), Some(3));
+    // One frozen clock for the set: the corpus's newest page, not a shard's.
+    assert_eq!(
+        info["index"]["as_of"], single_info["index"]["as_of"],
+        "{info}"
+    );
+    assert!(info["index"]["as_of"].is_string(), "{info}");
+    // A period back from that clock finds what the single index finds.
+    let recent = json!({"q": "labs program update", "num": 10, "tbs": "qdr:m6"});
+    let (_, got) = post(coordinator, "/serper/search", recent.clone());
+    let (_, want) = post(&single.url, "/serper/search", recent);
+    assert_eq!(got["organic"], want["organic"]);
+    assert!(
+        !want["organic"].as_array().expect("organic").is_empty(),
+        "{want}"
+    );
 
     let mut relaxed = 0;
     for query in queries() {
@@ -221,6 +238,40 @@ fn a_coordinator_ranks_and_visits_as_the_single_index() {
     let events = transcript["events"].as_array().expect("events");
     assert_eq!(events.len(), 3, "{transcript}");
     assert_eq!(events[1]["outcome"], "ok", "{transcript}");
+
+    // A session pinned to a date at the coordinator: the shards search only older pages, and
+    // a newer page it was shown before the pin no longer reads.
+    let cutoff = stillweb_corpus::date::parse_day("2015-07-01").expect("day");
+    let dated = |r: &Value| stillweb_corpus::date::document_instant(r["date"].as_str()?);
+    let query = json!({"query": "labs program update", "k": 20, "session": "as-of"});
+    let (_, shown) = post(coordinator, "/v1/search", query.clone());
+    let newer = shown["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| dated(r).is_some_and(|d| d >= cutoff))
+        .and_then(|r| r["url"].as_str())
+        .expect("a newer page before the pin")
+        .to_string();
+    let (status, pinned) = put(
+        coordinator,
+        "/v1/sessions/as-of",
+        json!({"as_of": "2015-06-30"}),
+    );
+    assert_eq!(status, 200, "{pinned}");
+    let (_, found) = post(coordinator, "/v1/search", query);
+    let found = found["results"].as_array().expect("results");
+    assert!(!found.is_empty());
+    assert!(
+        found.iter().all(|r| dated(r).is_some_and(|d| d < cutoff)),
+        "{found:?}"
+    );
+    let (status, refused) = post(
+        coordinator,
+        "/v1/visit",
+        json!({"url": newer, "session": "as-of"}),
+    );
+    assert_eq!(status, 403, "{refused}");
 }
 
 /// The samples corpus without its fabricated pages as a base, and the fabricated pages as an

@@ -27,7 +27,7 @@ use stillweb_model_core::Embedder;
 use crate::analyzer::{ANALYZER, ANALYZER_DESCRIPTION, english};
 use crate::dense::{DenseManifest, DocVectors};
 use crate::doc_ids::DocIdWriter;
-use crate::manifest::{FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
+use crate::manifest::{DateReport, FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 use crate::overlay::Below;
 use crate::schema::{ChunkFields, DocFields};
 use crate::shard::{GlobalOrds, ShardManifest, ShardOf, shard_of};
@@ -314,6 +314,7 @@ struct Writers<'e> {
     chunk_count: u64,
     ids: DocIdWriter,
     dense: Option<DenseBuild<'e>>,
+    dates: DateReport,
 }
 
 /// Chunks waiting for their vectors, in chunk-id order, and where the vectors go.
@@ -417,6 +418,7 @@ fn build_into(
         chunk_count: 0,
         ids: DocIdWriter::create(tmp)?,
         dense: None,
+        dates: DateReport::default(),
     };
     let below = match options.overlay_of.as_slice() {
         [] => None,
@@ -561,6 +563,10 @@ fn build_into(
         chunks: chunk_count,
         duplicates,
         bad_records,
+        dates: DateReport {
+            as_of: as_of(corpus)?.or(writers.dates.newest),
+            ..writers.dates
+        },
         dense,
         shard: options.shard.map(|s| ShardManifest {
             index: s.index,
@@ -574,6 +580,22 @@ fn build_into(
     };
     manifest.write(tmp)?;
     Ok(manifest)
+}
+
+/// The corpus manifest's frozen clock, when it sets one.
+fn as_of(corpus: &CorpusManifest) -> Result<Option<i64>, IndexError> {
+    corpus
+        .as_of
+        .as_deref()
+        .map(|text| {
+            stillweb_corpus::date::parse_instant(text).map_err(|e| {
+                IndexError::Corpus(stillweb_corpus::CorpusError::Manifest {
+                    path: corpus.base_dir.clone(),
+                    message: format!("`as_of`: {e}"),
+                })
+            })
+        })
+        .transpose()
 }
 
 /// One segment per index: fewer, larger posting lists make queries faster, and the index is
@@ -753,6 +775,11 @@ impl Writers<'_> {
         d.add_text(f.url, &doc.url);
         d.add_text(f.title, &display_title);
         d.add_text(f.date, &doc.date);
+        let published = stillweb_corpus::date::document_instant(&doc.date);
+        if let Some(t) = published {
+            d.add_i64(f.published, t);
+        }
+        self.dates.count(published);
         d.add_text(f.content, format!("{}\n{}", doc.title, doc.text));
         let mut chunks = chunk_text(&doc.text, chunker);
         if chunks.is_empty() {

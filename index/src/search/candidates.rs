@@ -129,8 +129,7 @@ impl SearchIndex {
                 None => dense.search_docs(vector, limit)?,
                 Some(f) => {
                     // The pages the filter allows: when their chunks are few, rank them all
-                    // exactly; otherwise look further in the graph so that enough of the
-                    // nearest pages survive the filter.
+                    // exactly; otherwise search the graph with the filter as its predicate.
                     let allowed = self.allowed(&searcher, f.as_ref())?;
                     let exact = match plan {
                         Some(plan) => plan.exact,
@@ -143,9 +142,7 @@ impl SearchIndex {
                             limit,
                         )?
                     } else {
-                        let mut found = dense.search_docs(vector, limit * 4)?;
-                        found.retain(|(o, _)| allowed.binary_search(o).is_ok());
-                        found
+                        dense.search_docs_among(vector, limit, &allowed)?
                     }
                 }
             };

@@ -1,10 +1,14 @@
-//! The query's operators (`site:`, phrases, exclusions) as a tantivy page filter on the docs
-//! index, and the BM25 bag-of-words query both retrievers' lexical parts use.
+//! The query's operators (`site:`, phrases, exclusions, the date range) as a tantivy page filter
+//! on the docs index, and the BM25 bag-of-words query both retrievers' lexical parts use.
 
+use std::ops::Bound;
+
+use stillweb_corpus::date::DateRange;
 use tantivy::Term;
 use tantivy::collector::Count;
 use tantivy::query::{
-    AllQuery, BooleanQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery,
+    AllQuery, BooleanQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RangeQuery, RegexQuery,
+    TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
@@ -63,7 +67,7 @@ impl FilterCounts {
 }
 
 /// Whether the dense retriever ranks the pages a filter allows exactly, given their chunks.
-pub(crate) fn ranks_exactly(allowed_chunks: u64) -> bool {
+pub fn ranks_exactly(allowed_chunks: u64) -> bool {
     allowed_chunks <= EXACT_FILTERED_CHUNKS
 }
 
@@ -73,14 +77,23 @@ pub(crate) fn ranks_exactly(allowed_chunks: u64) -> bool {
 const EXACT_FILTERED_CHUNKS: u64 = 20_000;
 
 impl SearchIndex {
+    /// The (local) ordinals of the pages `query`'s filter allows, ascending (no phrase
+    /// relaxed); `None` for a query without operators.
+    pub fn allowed_pages(&self, query: &ParsedQuery) -> Result<Option<Vec<u64>>, IndexError> {
+        if !query.has_filters() {
+            return Ok(None);
+        }
+        let searcher = self.doc_reader.searcher();
+        Ok(Some(self.allowed(&searcher, &*self.filter_query(query)?)?))
+    }
+
     /// This index's counts of `query`'s filter (zeros for a query without operators).
     pub fn filter_counts(&self, query: &ParsedQuery) -> Result<FilterCounts, IndexError> {
         let mut counts = FilterCounts::default();
-        if !query.has_filters() {
+        let Some(allowed) = self.allowed_pages(query)? else {
             return Ok(counts);
-        }
+        };
         let searcher = self.doc_reader.searcher();
-        let allowed = self.allowed(&searcher, &*self.filter_query(query)?)?;
         counts.pages = allowed.len() as u64;
         counts.chunks = self.chunks_of(&allowed);
         if query.requires_phrases() {
@@ -164,6 +177,9 @@ impl SearchIndex {
                 clauses.push((Occur::MustNot, q));
             }
         }
+        if let Some(range) = self.date_query(&query.published) {
+            clauses.push((Occur::Must, range));
+        }
         for word in &query.excluded_words {
             for term in self.analyze(word) {
                 clauses.push((
@@ -176,6 +192,29 @@ impl SearchIndex {
             }
         }
         Ok(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// The pages dated within `range` (a scan of the `published` fast field; an undated page
+    /// has no value there, so no bounded range holds it). `None` when unbounded.
+    fn date_query(&self, range: &DateRange) -> Option<Box<dyn Query>> {
+        let bound = |t: Option<i64>, inclusive: bool| match t {
+            None => Bound::Unbounded,
+            Some(t) => {
+                let term = Term::from_field_i64(self.doc_fields.published, t);
+                if inclusive {
+                    Bound::Included(term)
+                } else {
+                    Bound::Excluded(term)
+                }
+            }
+        };
+        if range.is_unbounded() {
+            return None;
+        }
+        Some(Box::new(RangeQuery::new(
+            bound(range.from, true),
+            bound(range.until, false),
+        )))
     }
 
     /// A phrase over the page's title and body (stop words may sit in the gaps), or a host

@@ -1,7 +1,8 @@
 //! Brave Search web results: `GET /brave/res/v1/web/search?q=&count=&offset=` →
 //! `{"type": "search", "query": {...}, "web": {"type": "search", "results": [...]}}`, each result
 //! with `title`, `url`, `description`, `page_age`, `age`, `meta_url`. `offset` counts pages of
-//! `count` results, as in Brave's API, within the 20 results stillweb ranks. Errors are Brave's
+//! `count` results, as in Brave's API, within the 20 results stillweb ranks; `freshness` (`pd`,
+//! `pw`, `pm`, `py`, `YYYY-MM-DDtoYYYY-MM-DD`) filters by date. Errors are Brave's
 //! `{"type": "ErrorResponse", "error": {"status", "code", "detail"}}`.
 
 use axum::Json;
@@ -10,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use stillweb_corpus::date::{self, DateFilter, DateRange, Past, parse_day};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
@@ -25,33 +27,47 @@ pub struct BraveParams {
     pub count: Option<i64>,
     #[serde(default)]
     pub offset: Option<i64>,
+    #[serde(default)]
+    pub freshness: Option<String>,
 }
 
-/// `2024-05-01` → `May 1, 2024`, the human form Brave's `age` uses.
-fn human_date(date: &str) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let mut parts = date.get(..10).unwrap_or(date).split('-');
-    match (
-        parts.next().and_then(|y| y.parse::<u32>().ok()),
-        parts.next().and_then(|m| m.parse::<usize>().ok()),
-        parts.next().and_then(|d| d.parse::<u32>().ok()),
-    ) {
-        (Some(y), Some(m @ 1..=12), Some(d)) => format!("{} {d}, {y}", MONTHS[m - 1]),
-        _ => date.to_string(),
+/// Brave's `freshness`: `pd`, `pw`, `pm`, `py` (the past day, week, 31 days, year, back from the
+/// collection's frozen clock) or `YYYY-MM-DDtoYYYY-MM-DD` (both days included).
+fn freshness(value: &str) -> Result<DateFilter, ApiError> {
+    let past = match value {
+        "pd" => Some(Past::Days(1)),
+        "pw" => Some(Past::Weeks(1)),
+        "pm" => Some(Past::Days(31)),
+        "py" => Some(Past::Years(1)),
+        _ => None,
+    };
+    if past.is_some() {
+        return Ok(DateFilter {
+            past,
+            ..DateFilter::default()
+        });
     }
+    let refuse = |why: String| ApiError::invalid(format!("`freshness`: {why}"));
+    let Some((start, end)) = value.split_once("to") else {
+        return Err(refuse(format!(
+            "unknown `{value}`; use pd, pw, pm, py or YYYY-MM-DDtoYYYY-MM-DD"
+        )));
+    };
+    let (start, end) = (
+        parse_day(start).map_err(&refuse)?,
+        parse_day(end).map_err(&refuse)?,
+    );
+    if start > end {
+        return Err(refuse(format!(
+            "{} is after {}",
+            date::day(start),
+            date::day(end)
+        )));
+    }
+    Ok(DateFilter {
+        range: DateRange::between(start, end + date::DAY),
+        past: None,
+    })
 }
 
 pub async fn search(
@@ -72,21 +88,24 @@ async fn run(
     let Some(q) = params.q.filter(|q| !q.trim().is_empty()) else {
         return Err(ApiError::invalid("the `q` parameter is required"));
     };
+    let dates = params
+        .freshness
+        .as_deref()
+        .map(freshness)
+        .transpose()?
+        .unwrap_or_default();
     let count = params.count.unwrap_or(20).clamp(1, 20);
     let offset = params.offset.unwrap_or(0).clamp(0, 9);
     let start = offset * count;
-    let hits = if start >= MAX_K {
-        Vec::new()
+    let (hits, as_of) = if start >= MAX_K {
+        (Vec::new(), None)
     } else {
         let query = Query {
-            query: q.clone(),
-            k: Some((start + count).min(MAX_K)),
-            rerank: None,
-            rerank_pool: None,
-            explain: false,
-            mode: None,
+            dates,
+            ..Query::new(q.clone(), Some((start + count).min(MAX_K)))
         };
-        answer(state, session.as_ref(), query).await?.hits
+        let answer = answer(state, session.as_ref(), query).await?;
+        (answer.hits, answer.as_of)
     };
     let more = hits.len() as i64 >= start + count && start + count < MAX_K;
     let results: Vec<_> = hits
@@ -102,20 +121,25 @@ async fn run(
             let path = parsed
                 .as_ref()
                 .map_or(String::new(), |u| u.path().to_string());
-            json!({
+            let published = date::document_instant(&h.date);
+            let mut result = json!({
                 "type": "search_result",
                 "title": h.title,
                 "url": h.url,
                 "description": h.snippet,
-                "page_age": h.date,
-                "age": human_date(&h.date),
                 "language": "en",
                 "family_friendly": true,
                 "is_source_local": false,
                 "is_source_both": false,
                 "profile": {"name": host, "url": format!("{scheme}://{host}"), "long_name": host},
                 "meta_url": {"scheme": scheme, "netloc": host, "hostname": host, "path": path},
-            })
+            });
+            // Brave leaves both out for a page it has no date for.
+            if let Some(t) = published {
+                result["page_age"] = date::local_iso(t).into();
+                result["age"] = date::brave_age(t, as_of.unwrap_or(t)).into();
+            }
+            result
         })
         .collect();
     Ok(Json(json!({
@@ -128,14 +152,25 @@ async fn run(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn dates_read_like_brave_ages() {
-        assert_eq!(super::human_date("2024-05-01"), "May 1, 2024");
+    fn freshness_reads_braves_periods_and_ranges_and_refuses_the_rest() {
+        let day = |d: &str| parse_day(d).expect("day");
+        assert_eq!(freshness("pw").expect("valid").past, Some(Past::Weeks(1)));
+        assert_eq!(freshness("pm").expect("valid").past, Some(Past::Days(31)));
         assert_eq!(
-            super::human_date("2026-11-30T10:00:00Z"),
-            "November 30, 2026"
+            freshness("2022-01-01to2022-12-31").expect("valid").range,
+            DateRange::between(day("2022-01-01"), day("2023-01-01"))
         );
-        assert_eq!(super::human_date("unknown"), "unknown");
+        for (bad, says) in [
+            ("px", "unknown `px`"),
+            ("2022-01-01to2022-13-01", "`2022-13-01` is not a date"),
+            ("2023-01-01to2022-01-01", "2023-01-01 is after 2022-01-01"),
+        ] {
+            let e = freshness(bad).expect_err(bad);
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
     }
 }
 

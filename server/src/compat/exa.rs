@@ -1,6 +1,7 @@
 //! Exa: `POST /exa/search` and `POST /exa/contents`, as `exa-py` calls them
 //! (`Exa(api_key, base_url="http://HOST/exa")`). Search maps `numResults`, `includeDomains` and
-//! `excludeDomains` onto stillweb's operators; asked for `contents.text`, a result carries its
+//! `excludeDomains` onto stillweb's operators and `startPublishedDate` / `endPublishedDate` (and
+//! the crawl-date pair, over the same date) onto its date filter; asked for `contents.text`, a result carries its
 //! best passage (the page's full text is what a visit gives). Contents visits each URL under the
 //! session rules and reports each in `statuses` (`success`, or `error` with a tag and HTTP status)
 //! — a refused URL is not a failed call. The session comes from the `X-Session-Id` header or a
@@ -12,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use stillweb_corpus::date::{self, DateFilter, DateRange, parse_instant};
 
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
@@ -33,8 +35,66 @@ pub struct SearchRequest {
     pub exclude_domains: Vec<String>,
     #[serde(default)]
     pub contents: Option<Value>,
+    /// ISO 8601 bounds on the published date (a date alone: that whole day included).
+    #[serde(default)]
+    pub start_published_date: Option<String>,
+    #[serde(default)]
+    pub end_published_date: Option<String>,
+    /// The crawl-date pair: a frozen corpus's pages were crawled when they were dated, so these
+    /// bound the same date.
+    #[serde(default)]
+    pub start_crawl_date: Option<String>,
+    #[serde(default)]
+    pub end_crawl_date: Option<String>,
     #[serde(flatten)]
     pub _other: serde_json::Map<String, Value>,
+}
+
+impl SearchRequest {
+    /// The dates the published-date and crawl-date bounds keep, each refused by name when
+    /// unreadable or when its start is after its end.
+    fn dates(&self) -> Result<DateFilter, ApiError> {
+        let mut range = DateRange::default();
+        for (start_name, start, end_name, end) in [
+            (
+                "startPublishedDate",
+                &self.start_published_date,
+                "endPublishedDate",
+                &self.end_published_date,
+            ),
+            (
+                "startCrawlDate",
+                &self.start_crawl_date,
+                "endCrawlDate",
+                &self.end_crawl_date,
+            ),
+        ] {
+            let read = |name: &str, text: &Option<String>| {
+                text.as_deref()
+                    .map(|t| {
+                        parse_instant(t)
+                            .map(|i| (i, t.trim().len() <= 10))
+                            .map_err(|e| ApiError::invalid(format!("`{name}`: {e}")))
+                    })
+                    .transpose()
+            };
+            let from = read(start_name, start)?.map(|(t, _)| t);
+            // An end given as a day includes that day.
+            let until =
+                read(end_name, end)?.map(|(t, day)| if day { t + date::DAY } else { t + 1 });
+            if let (Some(f), Some(u)) = (from, until)
+                && f >= u
+            {
+                return Err(ApiError::invalid(format!(
+                    "`{start_name}` ({}) is after `{end_name}` ({})",
+                    start.as_deref().unwrap_or_default(),
+                    end.as_deref().unwrap_or_default()
+                )));
+            }
+            range = range.intersect(DateRange { from, until });
+        }
+        Ok(DateFilter { range, past: None })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,6 +105,11 @@ pub struct ContentsRequest {
     pub ids: Vec<String>,
     #[serde(flatten)]
     pub _other: serde_json::Map<String, Value>,
+}
+
+/// A page's date as Exa writes `publishedDate` (ISO 8601 with milliseconds), null without one.
+fn published_date(date: &str) -> Option<String> {
+    date::document_instant(date).map(date::rfc3339_millis)
 }
 
 /// Whether the search asked for page text (`contents.text`, or the legacy top-level `text`).
@@ -64,16 +129,15 @@ pub async fn search(
         let session = sources.resolve(None)?;
         let text = wants_text(&request);
         let query = Query {
-            query: with_domains(
-                &request.query,
-                &request.include_domains,
-                &request.exclude_domains,
-            ),
-            k: Some(clamp_count(request.num_results, 10)),
-            rerank: None,
-            rerank_pool: None,
-            explain: false,
-            mode: None,
+            dates: request.dates()?,
+            ..Query::new(
+                with_domains(
+                    &request.query,
+                    &request.include_domains,
+                    &request.exclude_domains,
+                ),
+                Some(clamp_count(request.num_results, 10)),
+            )
         };
         let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer
@@ -85,7 +149,7 @@ pub async fn search(
                     "url": h.url,
                     "title": h.title,
                     "score": h.score,
-                    "publishedDate": h.date,
+                    "publishedDate": published_date(&h.date),
                     "author": Value::Null,
                     "highlights": [h.snippet.clone()],
                 });
@@ -135,7 +199,7 @@ pub async fn contents(
                         "id": url,
                         "url": p.url,
                         "title": p.title,
-                        "publishedDate": p.date,
+                        "publishedDate": published_date(&p.date),
                         "author": Value::Null,
                         "text": p.text,
                     }));

@@ -53,7 +53,9 @@ fn search_tool(name: &str, description: &str, k_description: &str) -> Value {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to search for."},
-                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": k_description}
+                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": k_description},
+                "published_after": {"type": "string", "description": "Only pages dated on or after this (YYYY-MM-DD)."},
+                "published_before": {"type": "string", "description": "Only pages dated before this (YYYY-MM-DD)."}
             },
             "required": ["query"]
         }
@@ -69,7 +71,7 @@ fn base_tools() -> Value {
     json!([
         search_tool(
             "web_search",
-            "Search the web (a frozen corpus). Supports \"exact phrases\", site:host, -word and OR. Returns ranked results with title, URL, date and a snippet; their URLs can then be read with visit_web.",
+            "Search the web (a frozen corpus). Supports \"exact phrases\", site:host, -word, OR, after:YYYY-MM-DD and before:YYYY-MM-DD. Returns ranked results with title, URL, date and a snippet; their URLs can then be read with visit_web.",
             "Number of results (default 10).",
         ),
         {
@@ -261,6 +263,25 @@ async fn handle(
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// `request` with the tool call's `published_after` / `published_before` (strings; anything
+/// else is read as text, and refused by the search with the field's name).
+fn dated(request: Query, arguments: &Value) -> Query {
+    let text = |name: &str| {
+        arguments
+            .get(name)
+            .filter(|v| !v.is_null())
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+    };
+    Query {
+        published_after: text("published_after"),
+        published_before: text("published_before"),
+        ..request
+    }
+}
+
 /// `web_search`, or with `scholar` `scholar_search` (the same over the scholar collection).
 async fn web_search(
     state: &AppState,
@@ -279,14 +300,10 @@ async fn web_search(
         Ok(corpus) => corpus,
         Err(e) => return tool_error(&e),
     };
-    let request = Query {
-        query: query.to_string(),
-        k: arguments.get("k").and_then(Value::as_i64),
-        rerank: None,
-        rerank_pool: None,
-        explain: false,
-        mode: None,
-    };
+    let request = dated(
+        Query::new(query, arguments.get("k").and_then(Value::as_i64)),
+        arguments,
+    );
     match answer_in(state, &corpus, session, request).await {
         Ok(answer) => {
             let mut text = String::new();
@@ -331,14 +348,13 @@ async fn search(state: &AppState, session: Option<&SessionId>, arguments: &Value
     let Some(query) = arguments.get("query").and_then(Value::as_str) else {
         return tool_result("`query` (a string) is required".into(), true, None);
     };
-    let request = Query {
-        query: query.to_string(),
-        k: Some(arguments.get("k").and_then(Value::as_i64).unwrap_or(5)),
-        rerank: None,
-        rerank_pool: None,
-        explain: false,
-        mode: None,
-    };
+    let request = dated(
+        Query::new(
+            query,
+            Some(arguments.get("k").and_then(Value::as_i64).unwrap_or(5)),
+        ),
+        arguments,
+    );
     match answer(state, session, request).await {
         Ok(answer) => {
             let results: Vec<Value> = answer

@@ -1,6 +1,9 @@
 //! The Search-R1 retrieval server: `POST /retrieve {"queries": [...], "topk": 3,
 //! "return_scores": true}` → `{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`
-//! (without `return_scores`, each entry is the document itself). `contents` is the title in
+//! (without `return_scores`, each entry is the document itself). `published_after` /
+//! `published_before` bound the dates of every query's pages, and a query may come as
+//! `{"query", "published_after", "published_before"}` with its own (an evaluation's cutoff per
+//! question); a query whose bounds are unreadable gets an empty slot and its reason in `errors`. `contents` is the title in
 //! quotes on the first line, then the passage — the layout of Search-R1's wiki corpus, which its
 //! agents split on the first newline. Errors are FastAPI's `{"detail": ...}`.
 //!
@@ -22,6 +25,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use stillweb_corpus::date::{DateFilter, DateRange, parse_instant};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::ErrorDialect;
@@ -37,11 +41,55 @@ pub const DEFAULT_TOPK: i64 = 3;
 
 #[derive(Debug, Deserialize)]
 pub struct RetrieveRequest {
-    pub queries: Vec<String>,
+    pub queries: Vec<RetrieveQuery>,
     #[serde(default)]
     pub topk: Option<i64>,
     #[serde(default)]
     pub return_scores: bool,
+    /// Date bounds for every query (`YYYY-MM-DD` or ISO 8601): only pages dated at or after
+    /// `published_after` and before `published_before`.
+    #[serde(default)]
+    pub published_after: Option<String>,
+    #[serde(default)]
+    pub published_before: Option<String>,
+}
+
+/// A query as the reference server takes it (text), or with its own date bounds (an
+/// evaluation's per-question cutoff), which narrow the batch's.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RetrieveQuery {
+    Text(String),
+    Dated {
+        query: String,
+        #[serde(default)]
+        published_after: Option<String>,
+        #[serde(default)]
+        published_before: Option<String>,
+    },
+}
+
+impl RetrieveRequest {
+    /// The batch's own bounds, refused (the whole call) when unreadable.
+    fn dates(&self) -> Result<DateFilter, ApiError> {
+        let read = |name: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| parse_instant(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
+                .transpose()
+        };
+        let range = DateRange {
+            from: read("published_after", &self.published_after)?,
+            until: read("published_before", &self.published_before)?,
+        };
+        if let (Some(from), Some(until)) = (range.from, range.until)
+            && from >= until
+        {
+            return Err(ApiError::invalid(
+                "`published_after` must be before `published_before`",
+            ));
+        }
+        Ok(DateFilter { range, past: None })
+    }
 }
 
 pub async fn retrieve(
@@ -73,16 +121,25 @@ async fn run(
         Some(k) if k > 0 => k.min(MAX_K),
         _ => DEFAULT_TOPK,
     };
+    let dates = request.dates()?;
     let queries: Vec<Query> = request
         .queries
         .into_iter()
-        .map(|text| Query {
-            query: text,
-            k: Some(k),
-            rerank: None,
-            rerank_pool: None,
-            explain: false,
-            mode: None,
+        .map(|entry| match entry {
+            RetrieveQuery::Text(text) => Query {
+                dates,
+                ..Query::new(text, Some(k))
+            },
+            RetrieveQuery::Dated {
+                query,
+                published_after,
+                published_before,
+            } => Query {
+                dates,
+                published_after,
+                published_before,
+                ..Query::new(query, Some(k))
+            },
         })
         .collect();
     let answers = answer_many(state, session.as_ref(), queries).await?;

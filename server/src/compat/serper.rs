@@ -3,12 +3,16 @@
 //! Widely used wrappers also send `q`, `num`, `page`, `gl`, `hl`, `type` (and `api_key`) as
 //! query-string parameters, with an empty `POST` body or as a `GET`: both are read, and a body
 //! field wins over the same parameter in the query string. Pages are `num` results each, within
-//! the 20 results stillweb ranks. Errors are `{"message", "statusCode"}`, as Serper sends them.
+//! the 20 results stillweb ranks. Google's `tbs` date tools ([`tools`]) filter and sort by date,
+//! and a dated result's `date` is Google's (`3 days ago` by the collection's frozen clock, else
+//! `Mar 5, 2024`). Errors are `{"message", "statusCode"}`, as Serper sends them (400 for a
+//! request it cannot read).
 //!
 //! Serper's Google Scholar, `POST /serper/scholar` (the same parameters, also as a query string
 //! or a `GET`), searches the scholar collection (`--scholar-collection`) and answers
 //! `{"organic": [{"title", "link", "publicationInfo", "snippet", "year", "citedBy",
-//! "position"}]}` ([`scholar_result`] says what fills the fields a corpus lacks); without a
+//! "position"}]}` ([`scholar_result`] says what fills the fields a corpus lacks; `as_ylo` /
+//! `as_yhi` keep the years between them); without a
 //! scholar collection it is a 404 naming the flags.
 //!
 //! Serper's page scrape, `POST /serper/scrape {"url", "includeMarkdown"}` → `{"text",
@@ -21,6 +25,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
+use stillweb_corpus::date::{self, DateFilter, DateRange, Past, parse_us_day};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::SessionSources;
@@ -36,6 +41,80 @@ struct SerperRequest {
     num: i64,
     page: i64,
     kind: String,
+    /// Google's `tbs` as given (echoed in `searchParameters`), and what it asks for.
+    tbs: Option<String>,
+    tools: Tools,
+}
+
+/// What Google's `tbs` ("to be searched") asks for: a date filter, and results by date.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tools {
+    dates: DateFilter,
+    by_date: bool,
+}
+
+/// Reads `tbs`: comma-separated `qdr:h|d|w|m|y` with an optional count (`qdr:d3`: the past
+/// three days, counted back from the collection's frozen clock), a custom range
+/// (`cdr:1,cd_min:M/D/YYYY,cd_max:M/D/YYYY`, both days included), `sbd:1` (sort by date) and
+/// `li:1` (verbatim, which a frozen corpus always is). Anything else is refused by name.
+fn tools(tbs: &str) -> Result<Tools, ApiError> {
+    let refuse = |what: String| ApiError::invalid(format!("`tbs`: {what}"));
+    let mut tools = Tools::default();
+    let (mut min, mut max) = (None, None);
+    for part in tbs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once(':').unwrap_or((part, ""));
+        match key {
+            "qdr" => {
+                let (unit, count) = value.split_at(value.len().min(1));
+                let count: u32 = match count {
+                    "" => 1,
+                    n => n.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        refuse(format!("`{part}` has no count of 1 or more after `{unit}`"))
+                    })?,
+                };
+                tools.dates.past = Some(match unit {
+                    "h" => Past::Hours(count),
+                    "d" => Past::Days(count),
+                    "w" => Past::Weeks(count),
+                    "m" => Past::Months(count),
+                    "y" => Past::Years(count),
+                    _ => {
+                        return Err(refuse(format!(
+                            "unknown `{part}`; qdr takes h, d, w, m or y, optionally with a count (qdr:d3)"
+                        )));
+                    }
+                });
+            }
+            "cdr" if value == "1" || value == "0" => {}
+            "cd_min" => {
+                min = Some(parse_us_day(value).map_err(|e| refuse(format!("cd_min: {e}")))?)
+            }
+            "cd_max" => {
+                max = Some(parse_us_day(value).map_err(|e| refuse(format!("cd_max: {e}")))?)
+            }
+            "sbd" if value == "1" || value == "0" => tools.by_date = value == "1",
+            "li" if value == "1" => {}
+            _ => {
+                return Err(refuse(format!(
+                    "unknown `{part}`; stillweb reads qdr:h|d|w|m|y[N], cdr:1,cd_min:M/D/YYYY,cd_max:M/D/YYYY, sbd:1 and li:1"
+                )));
+            }
+        }
+    }
+    if let (Some(min), Some(max)) = (min, max)
+        && min > max
+    {
+        return Err(refuse(format!(
+            "cd_min ({}) is after cd_max ({})",
+            date::day(min),
+            date::day(max)
+        )));
+    }
+    tools.dates.range = DateRange {
+        from: min,
+        until: max.map(|m| m + date::DAY),
+    };
+    Ok(tools)
 }
 
 /// Which Serper endpoint: web search or Google Scholar.
@@ -121,11 +200,46 @@ fn parse_request(query: Option<&str>, body: &[u8]) -> Result<SerperRequest, ApiE
         Some(Value::String(t)) => t.clone(),
         _ => "search".to_string(),
     };
+    let tbs = match fields.get("tbs") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(t.clone()),
+        Some(_) => return Err(ApiError::invalid("`tbs` must be a string, e.g. qdr:w")),
+    };
+    let mut tools = tbs.as_deref().map(tools).transpose()?.unwrap_or_default();
+    tools.dates.range = tools.dates.range.intersect(years(&fields)?);
     Ok(SerperRequest {
         q,
         num: integer(&fields, "num")?.unwrap_or(10).clamp(1, 100),
         page: integer(&fields, "page")?.unwrap_or(1).max(1),
         kind,
+        tools,
+        tbs,
+    })
+}
+
+/// Google Scholar's year range, `as_ylo` to `as_yhi`, both years included.
+fn years(fields: &Map<String, Value>) -> Result<DateRange, ApiError> {
+    let year = |name: &str| -> Result<Option<(i64, i64)>, ApiError> {
+        integer(fields, name)?
+            .map(|y| {
+                Some(y)
+                    .filter(|y| (1000..=9999).contains(y))
+                    .and_then(|y| date::parse_period(&y.to_string()))
+                    .ok_or_else(|| {
+                        ApiError::invalid(format!("`{name}` must be a four-digit year, got {y}"))
+                    })
+            })
+            .transpose()
+    };
+    let (low, high) = (year("as_ylo")?, year("as_yhi")?);
+    if let (Some(l), Some(h)) = (low, high)
+        && l.0 > h.0
+    {
+        return Err(ApiError::invalid("`as_ylo` is after `as_yhi`"));
+    }
+    Ok(DateRange {
+        from: low.map(|(start, _)| start),
+        until: high.map(|(_, end)| end),
     })
 }
 
@@ -144,33 +258,35 @@ async fn run(
     let (num, page) = (request.num, request.page);
     let start = (page - 1).saturating_mul(num);
     let k = start.saturating_add(num).min(MAX_K);
-    let hits = if start >= MAX_K {
-        Vec::new()
+    let (mut hits, as_of) = if start >= MAX_K {
+        (Vec::new(), None)
     } else {
         let query = Query {
-            query: request.q.clone(),
-            k: Some(k),
-            rerank: None,
-            rerank_pool: None,
-            explain: false,
-            mode: None,
+            dates: request.tools.dates,
+            ..Query::new(request.q.clone(), Some(k))
         };
-        answer(state, session.as_ref(), query).await?.hits
+        let answer = answer(state, session.as_ref(), query).await?;
+        (answer.hits, answer.as_of)
     };
+    if request.tools.by_date {
+        // Newest first, undated last; equal dates keep their rank.
+        hits.sort_by_key(|h| std::cmp::Reverse(date::document_instant(&h.date)));
+    }
     let organic: Vec<_> = hits
         .into_iter()
         .enumerate()
         .skip(usize::try_from(start).unwrap_or(usize::MAX))
         .map(|(i, h)| match engine {
             Engine::Search => {
+                let published = date::document_instant(&h.date);
                 let mut item = json!({
                     "title": h.title,
                     "link": h.url,
                     "snippet": h.snippet,
                     "position": i + 1,
                 });
-                if !h.date.is_empty() {
-                    item["date"] = h.date.into();
+                if let Some(t) = published {
+                    item["date"] = date::google_date(t, as_of.unwrap_or(t)).into();
                 }
                 item
             }
@@ -181,14 +297,18 @@ async fn run(
         Engine::Search => request.kind,
         Engine::Scholar => "scholar".to_string(),
     };
+    let mut parameters = json!({
+        "q": request.q,
+        "type": kind,
+        "num": num,
+        "page": page,
+        "engine": "stillweb",
+    });
+    if let Some(tbs) = request.tbs {
+        parameters["tbs"] = tbs.into();
+    }
     Ok(Json(json!({
-        "searchParameters": {
-            "q": request.q,
-            "type": kind,
-            "num": num,
-            "page": page,
-            "engine": "stillweb",
-        },
+        "searchParameters": parameters,
         "organic": organic,
         "credits": 1,
     }))
@@ -201,11 +321,8 @@ async fn run(
 /// `publicationInfo` the link's host, after the year when there is one (Scholar's "authors -
 /// venue, year - host" without authors or venue).
 fn scholar_result(hit: stillweb_index::Hit, position: usize) -> Value {
-    let year: Option<i64> = Some(hit.date.as_str())
-        .filter(|date| !date.starts_with(stillweb_corpus::manifest::NO_DATE))
-        .and_then(|date| date.get(..4))
-        .filter(|y| y.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|y| y.parse().ok());
+    let year: Option<i64> =
+        date::document_instant(&hit.date).and_then(|t| date::day(t).get(..4)?.parse().ok());
     let host = url::Url::parse(&hit.url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
@@ -274,6 +391,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tbs_reads_googles_date_tools_and_refuses_the_rest_by_name() {
+        let day = |d: &str| date::parse_day(d).expect("day");
+        assert_eq!(
+            tools("qdr:w").expect("valid").dates.past,
+            Some(Past::Weeks(1))
+        );
+        assert_eq!(
+            tools("qdr:d3").expect("valid").dates.past,
+            Some(Past::Days(3))
+        );
+        assert_eq!(
+            tools("qdr:h").expect("valid").dates.past,
+            Some(Past::Hours(1))
+        );
+        let custom = tools("cdr:1,cd_min:1/1/2020,cd_max:12/31/2020,sbd:1").expect("valid");
+        assert_eq!(
+            custom.dates.range,
+            DateRange::between(day("2020-01-01"), day("2021-01-01"))
+        );
+        assert!(custom.by_date && custom.dates.past.is_none());
+        assert_eq!(tools("").expect("valid"), Tools::default());
+        for (bad, says) in [
+            ("qdr:x", "unknown `qdr:x`"),
+            ("qdr:d0", "count of 1 or more"),
+            ("qdr:dd", "count of 1 or more"),
+            ("cdr:1,cd_min:2020-01-01", "M/D/YYYY"),
+            (
+                "cdr:1,cd_min:2/1/2020,cd_max:1/1/2020",
+                "cd_min (2020-02-01) is after cd_max",
+            ),
+            ("isz:l", "unknown `isz:l`"),
+        ] {
+            let e = tools(bad).expect_err(bad);
+            assert!(e.message.starts_with("`tbs`: "), "{}", e.message);
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
     fn query_string_and_body_merge_with_the_body_winning() {
         let r = parse_request(Some("q=from+url&num=5&page=2&gl=us&api_key=k"), b"").expect("ok");
         assert_eq!((r.q.as_str(), r.num, r.page), ("from url", 5, 2));
@@ -283,6 +439,28 @@ mod tests {
         assert_eq!((r.num, r.kind.as_str()), (7, "news"));
         let e = parse_request(Some("num=3"), b" ").expect_err("no q");
         assert!(e.message.contains("`q` is required"), "{}", e.message);
+        let r = parse_request(Some("q=a&as_ylo=2019&as_yhi=2020"), b"").expect("years");
+        assert_eq!(
+            r.tools.dates.range,
+            DateRange::between(
+                date::parse_day("2019-01-01").expect("valid"),
+                date::parse_day("2021-01-01").expect("valid")
+            )
+        );
+        let e = parse_request(Some("q=a&as_ylo=2021&as_yhi=2020"), b"").expect_err("years");
+        assert!(
+            e.message.contains("`as_ylo` is after `as_yhi`"),
+            "{}",
+            e.message
+        );
+        let e = parse_request(Some("q=a&as_ylo=99"), b"").expect_err("year");
+        assert!(e.message.contains("four-digit year"), "{}", e.message);
+        let e = parse_request(Some("q=a&tbs=qdr:x"), b"").expect_err("bad tbs");
+        assert!(
+            e.message.contains("`tbs`: unknown `qdr:x`"),
+            "{}",
+            e.message
+        );
         let e = parse_request(Some("q=a&num=ten"), b"").expect_err("bad num");
         assert!(
             e.message.contains("`num` must be a whole number"),
@@ -297,6 +475,14 @@ mod tests {
 pub struct Errors;
 
 impl ErrorDialect for Errors {
+    /// Serper answers a request it cannot read or serve as asked with a 400.
+    fn status(&self, code: ErrorCode) -> StatusCode {
+        match code {
+            ErrorCode::InvalidRequest | ErrorCode::RerankUnavailable => StatusCode::BAD_REQUEST,
+            code => crate::routes::dialect::native_status(code),
+        }
+    }
+
     fn body(&self, _code: ErrorCode, status: StatusCode, message: &str) -> Value {
         json!({"message": message, "statusCode": status.as_u16()})
     }

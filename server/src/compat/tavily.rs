@@ -1,7 +1,8 @@
 //! Tavily: `POST /tavily/search` and `POST /tavily/extract`, as `tavily-python` calls them
 //! (`TavilyClient(api_base_url="http://HOST/tavily")`; its `session_id=` becomes the
 //! `X-Session-Id` header). Search maps `max_results`, `include_domains` and `exclude_domains`
-//! onto stillweb's operators; `include_raw_content` is refused per page for pages the session has
+//! onto stillweb's operators, and `time_range`, `days` (news), `start_date` / `end_date` onto
+//! its date filter (`published_date` on results is an HTTP date); `include_raw_content` is refused per page for pages the session has
 //! not been shown (`raw_content: null`), since full text is what a visit gives. Extract visits each
 //! URL under the session rules: refused URLs go to `failed_results`, the call itself succeeds.
 //! Errors are Tavily's `{"detail": {"error": ...}}`.
@@ -14,6 +15,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use stillweb_corpus::date::{self, DateFilter, DateRange, Past, parse_day};
 
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
@@ -32,10 +34,78 @@ pub struct SearchRequest {
     pub include_domains: Vec<String>,
     #[serde(default)]
     pub exclude_domains: Vec<String>,
-    /// The API accepts many more options (depth, topic, time range...): one frozen corpus
+    /// `day`, `week`, `month`, `year` (or `d`, `w`, `m`, `y`): back from the collection's frozen
+    /// clock.
+    #[serde(default)]
+    pub time_range: Option<String>,
+    /// The past N days (Tavily reads it for `topic: news`; so does stillweb).
+    #[serde(default)]
+    pub days: Option<i64>,
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// `YYYY-MM-DD`, both days included.
+    #[serde(default)]
+    pub start_date: Option<String>,
+    #[serde(default)]
+    pub end_date: Option<String>,
+    /// The API accepts many more options (depth, answers, images...): one frozen corpus
     /// ignores them.
     #[serde(flatten)]
     pub _other: serde_json::Map<String, Value>,
+}
+
+impl SearchRequest {
+    /// The dates Tavily's `time_range`, `days` (news) and `start_date` / `end_date` keep, each
+    /// refused by name when unreadable.
+    fn dates(&self) -> Result<DateFilter, ApiError> {
+        let mut filter = DateFilter::default();
+        if let Some(range) = &self.time_range {
+            filter.past = Some(match range.as_str() {
+                "day" | "d" => Past::Days(1),
+                "week" | "w" => Past::Weeks(1),
+                "month" | "m" => Past::Months(1),
+                "year" | "y" => Past::Years(1),
+                other => {
+                    return Err(ApiError::invalid(format!(
+                        "`time_range` must be one of day, week, month, year (or d, w, m, y), got `{other}`"
+                    )));
+                }
+            });
+        }
+        if let Some(days) = self.days
+            && self.topic.as_deref() == Some("news")
+        {
+            let days = u32::try_from(days).ok().filter(|&d| d > 0).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "`days` must be a whole number of 1 or more, got {days}"
+                ))
+            })?;
+            filter.past = Some(Past::Days(days));
+        }
+        let day = |name: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| parse_day(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
+                .transpose()
+        };
+        let (start, end) = (
+            day("start_date", &self.start_date)?,
+            day("end_date", &self.end_date)?,
+        );
+        if let (Some(s), Some(e)) = (start, end)
+            && s > e
+        {
+            return Err(ApiError::invalid(format!(
+                "`start_date` ({}) is after `end_date` ({})",
+                date::day(s),
+                date::day(e)
+            )));
+        }
+        filter.range = DateRange {
+            from: start,
+            until: end.map(|e| e + date::DAY),
+        };
+        Ok(filter)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,16 +132,15 @@ pub async fn search(
         let ApiJson(request) = request?;
         let session = sources.resolve(None)?;
         let query = Query {
-            query: with_domains(
-                &request.query,
-                &request.include_domains,
-                &request.exclude_domains,
-            ),
-            k: Some(clamp_count(request.max_results, 5)),
-            rerank: None,
-            rerank_pool: None,
-            explain: false,
-            mode: None,
+            dates: request.dates()?,
+            ..Query::new(
+                with_domains(
+                    &request.query,
+                    &request.include_domains,
+                    &request.exclude_domains,
+                ),
+                Some(clamp_count(request.max_results, 5)),
+            )
         };
         let answer = answer(&state, session.as_ref(), query).await?;
         let results: Vec<Value> = answer
@@ -84,7 +153,7 @@ pub async fn search(
                     "content": h.snippet,
                     "score": h.score,
                     "raw_content": Value::Null,
-                    "published_date": h.date,
+                    "published_date": date::document_instant(&h.date).map(date::http_date),
                 })
             })
             .collect();

@@ -62,7 +62,12 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         Ok((request, _slot)) => {
             // The whole request runs on the builds serving as it starts, and names the one of
             // the collection it searched.
-            match state.request(path_collection(request.uri().path())) {
+            let caller = request
+                .extensions()
+                .get::<Caller>()
+                .cloned()
+                .unwrap_or_else(Caller::open);
+            match state.request(path_collection(request.uri().path()), &caller) {
                 Ok(taken) => {
                     let run = crate::state::on_corpora(taken, next.run(request));
                     match tokio::time::timeout(state.config.request_timeout, run).await {
@@ -277,6 +282,10 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "format_version": about.format_version,
         "dense": about.dense,
         "swaps": state.metrics.swaps(),
+        // Instants as seconds since the epoch (what a coordinator reads), and the clock as a
+        // date-time people read.
+        "dates": about.dates,
+        "as_of": about.dates.as_of.map(stillweb_corpus::date::rfc3339),
     });
     let shards: Vec<Value> = corpus
         .shards()

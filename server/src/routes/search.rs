@@ -39,6 +39,12 @@ pub struct SearchRequest {
     /// The collection to search (default: the path's `/c/{name}/`, else the first).
     #[serde(default)]
     pub collection: Option<String>,
+    /// Only pages dated at or after this (`YYYY-MM-DD` or ISO 8601).
+    #[serde(default)]
+    pub published_after: Option<String>,
+    /// Only pages dated before this.
+    #[serde(default)]
+    pub published_before: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +91,9 @@ pub async fn search(
         rerank_pool: request.rerank_pool,
         explain: request.explain,
         mode: request.mode,
+        published_after: request.published_after,
+        published_before: request.published_before,
+        dates: Default::default(),
     };
     let answer = service::answer(&state, session.as_ref(), query).await?;
     let timing = server_timing(&answer.timing);

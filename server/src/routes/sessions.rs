@@ -1,6 +1,7 @@
-//! `GET /v1/sessions` (the caller's live sessions), `GET /v1/sessions/{id}` (a transcript) and
-//! `DELETE /v1/sessions/{id}` (end it), for sessions in the caller's namespace: under API keys,
-//! another key's `e1` is neither listed nor found.
+//! `GET /v1/sessions` (the caller's live sessions), `GET /v1/sessions/{id}` (a transcript),
+//! `PUT /v1/sessions/{id}` (pin it to an as-of date) and `DELETE /v1/sessions/{id}` (end it),
+//! for sessions in the caller's namespace: under API keys, another key's `e1` is neither listed
+//! nor found.
 
 use axum::Json;
 use axum::extract::{Query, RawPathParams, State};
@@ -8,12 +9,14 @@ use axum::http::StatusCode;
 
 use serde::{Deserialize, Serialize};
 
+use stillweb_corpus::date::{as_of_cutoff, rfc3339};
+
 use crate::access::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::gold::TranscriptLabels;
-use crate::routes::SessionSources;
+use crate::routes::{ApiJson, SessionSources};
 use crate::service::limits::check_session;
-use crate::session::{SessionId, Transcript};
+use crate::session::{Pin, SessionId, Transcript};
 use crate::state::AppState;
 
 fn not_found(id: &str) -> ApiError {
@@ -85,6 +88,7 @@ fn asked(sources: &SessionSources, of: &OfKey, id: &str) -> Result<SessionId, Ap
                 &Caller {
                     namespace: key.as_str().into(),
                     operator: false,
+                    sees_before: None,
                 },
                 id,
             ))
@@ -132,4 +136,46 @@ pub async fn end(
     } else {
         Err(not_found(&id))
     }
+}
+
+/// `PUT /v1/sessions/{id}`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinRequest {
+    /// The day (`YYYY-MM-DD`, itself included) or ISO 8601 instant the session sees the web as
+    /// of.
+    pub as_of: String,
+}
+
+/// `PUT /v1/sessions/{id}`: pins the session (starting it if new) to the web as of a date, as
+/// an evaluation does for a question asked on that date: no page dated later is searched or
+/// visited in it, in any API. The same pin again is a no-op (a retried call succeeds); a pin
+/// never moves, so another date is refused.
+pub async fn pin(
+    State(state): State<AppState>,
+    sources: SessionSources,
+    Query(of): Query<OfKey>,
+    params: RawPathParams,
+    ApiJson(request): ApiJson<PinRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = id_param(&params);
+    check_session(Some(&id))?;
+    let wanted = Pin {
+        sees_before: as_of_cutoff(&request.as_of)
+            .map_err(|e| ApiError::invalid(format!("`as_of`: {e}")))?,
+        as_of: request.as_of.trim().to_string(),
+    };
+    let session = asked(&sources, &of, &id)?;
+    let held = state.sessions.pin(&session, wanted.clone()).await?;
+    if held.sees_before != wanted.sees_before {
+        return Err(ApiError::invalid(format!(
+            "session `{id}` is pinned to `{}` already, and a pin never moves; start another session for `{}`",
+            held.as_of, wanted.as_of
+        )));
+    }
+    Ok(Json(serde_json::json!({
+        "session": id,
+        "as_of": held.as_of,
+        "sees_before": rfc3339(held.sees_before),
+    })))
 }

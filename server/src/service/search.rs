@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use stillweb_corpus::date::{DateFilter, DateRange, parse_instant};
 use stillweb_corpus::url_norm::normalize_url;
 use stillweb_index::search::{Mode, StageTimings, pipeline};
 use stillweb_index::{Hit, ParsedQuery, SearchParams, SearchResults, parse};
@@ -24,7 +25,7 @@ pub const MAX_K: i64 = 20;
 pub const DEFAULT_K: i64 = 10;
 
 /// One query's parameters, as a search or a batch entry gives them.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Query {
     pub query: String,
@@ -40,6 +41,56 @@ pub struct Query {
     /// `bm25`, `dense` or `hybrid` for this query instead of the server's `--mode`.
     #[serde(default)]
     pub mode: Option<String>,
+    /// Only pages dated at or after this (`YYYY-MM-DD` or an ISO 8601 date-time).
+    #[serde(default)]
+    pub published_after: Option<String>,
+    /// Only pages dated before this.
+    #[serde(default)]
+    pub published_before: Option<String>,
+    /// The date filter a compatible API's own parameters ask for (the native API's are the two
+    /// fields above).
+    #[serde(skip)]
+    pub dates: DateFilter,
+}
+
+impl Query {
+    /// `query` for `k` results, everything else the default.
+    pub fn new(query: impl Into<String>, k: Option<i64>) -> Query {
+        Query {
+            query: query.into(),
+            k,
+            ..Query::default()
+        }
+    }
+
+    /// The dates it keeps on `corpus`: its API's filter (a period counts back from the
+    /// collection's frozen clock) and the native bounds, each read or refused by name.
+    fn published(&self, corpus: &Corpus) -> Result<DateRange, ApiError> {
+        let read = |name: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| parse_instant(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
+                .transpose()
+        };
+        let after = read("published_after", &self.published_after)?;
+        let before = read("published_before", &self.published_before)?;
+        if let (Some(a), Some(b)) = (after, before)
+            && a >= b
+        {
+            return Err(ApiError::invalid(format!(
+                "`published_after` ({}) must be before `published_before` ({})",
+                self.published_after.as_deref().unwrap_or_default(),
+                self.published_before.as_deref().unwrap_or_default()
+            )));
+        }
+        let native = DateRange {
+            from: after,
+            until: before,
+        };
+        Ok(self
+            .dates
+            .resolve(corpus.info.dates.as_of)
+            .intersect(native))
+    }
 }
 
 /// A search's ranked pages, before any API's response shape is applied.
@@ -58,6 +109,8 @@ pub struct Answer {
     pub build_id: String,
     /// The collection searched (`None`: the one corpus of `--index`).
     pub collection: Option<Arc<str>>,
+    /// The collection's frozen clock, which APIs that write "3 days ago" count from.
+    pub as_of: Option<i64>,
 }
 
 impl Answer {
@@ -91,20 +144,22 @@ pub async fn answer_in(
     session: Option<&SessionId>,
     request: Query,
 ) -> Result<Answer, ApiError> {
-    let answer = search_on(state, corpus, request).await?;
+    let sees = state.visible_dates(session).await?;
+    let answer = search_on(state, corpus, request, sees).await?;
     if let Some(session) = session {
         record(state, session, &answer).await?;
     }
     Ok(answer)
 }
 
-/// Validates and runs one query without recording it anywhere, on the corpus serving now.
-pub async fn search(state: &AppState, request: Query) -> Result<Answer, ApiError> {
-    search_on(state, &state.corpus(), request).await
-}
-
-/// [`search`] on `corpus` (one build for all the queries of a batch).
-async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<Answer, ApiError> {
+/// Validates and runs one query on `corpus` among the pages dated within `sees` (what the
+/// caller may see), recording it nowhere.
+async fn search_on(
+    state: &AppState,
+    corpus: &Corpus,
+    request: Query,
+    sees: DateRange,
+) -> Result<Answer, ApiError> {
     let query = request.query.trim().to_string();
     if query.is_empty() {
         return Err(ApiError::invalid("`query` is empty"));
@@ -117,11 +172,15 @@ async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<
             "`k` must be between 1 and {max_k}, got {k}"
         )));
     }
-    let parsed = parse(&query);
+    let mut parsed = parse(&query);
+    parsed.published = parsed
+        .published
+        .intersect(request.published(corpus)?)
+        .intersect(sees);
     let operators = parsed.operator_count();
     if operators > MAX_QUERY_OPERATORS {
         return Err(ApiError::invalid(format!(
-            "`query` has {operators} operators (phrases, site:, -term); the limit is {MAX_QUERY_OPERATORS}"
+            "`query` has {operators} operators (phrases, site:, -term, date bounds); the limit is {MAX_QUERY_OPERATORS}"
         )));
     }
     let mut params = SearchParams {
@@ -157,6 +216,7 @@ async fn search_on(state: &AppState, corpus: &Corpus, request: Query) -> Result<
         explained,
         build_id: corpus.build_id().to_string(),
         collection: corpus.named().cloned(),
+        as_of: corpus.info.dates.as_of,
     })
 }
 
@@ -323,8 +383,10 @@ pub async fn answer_many(
     queries: Vec<Query>,
 ) -> Result<Vec<Result<Answer, ApiError>>, ApiError> {
     let queries: Arc<Vec<Query>> = Arc::new(queries);
-    // One build answers the whole batch.
+    // One build answers the whole batch, and one cutoff (the tasks below run outside the
+    // request's task, which knows its caller).
     let corpus = state.corpus();
+    let sees = state.visible_dates(session).await?;
     let next = Arc::new(AtomicUsize::new(0));
     // Enough in flight that their queries meet in one embedding batch.
     let workers = (state.config.search_threads * 2)
@@ -341,7 +403,7 @@ pub async fn answer_many(
                 let Some(query) = queries.get(i) else {
                     return done;
                 };
-                done.push((i, search_on(&state, &corpus, query.clone()).await));
+                done.push((i, search_on(&state, &corpus, query.clone(), sees).await));
             }
         });
     }

@@ -101,10 +101,16 @@ async fn page(
             },
         ));
     };
-    if !state
-        .sessions
-        .has_seen(session, &seen_key(named, &key))
-        .await?
+    // A page the caller may not see (dated past its key's or session's `as_of`) answers as one
+    // never shown.
+    let visible = state.visible_dates(Some(session)).await?;
+    let hidden =
+        visible.is_bounded() && !visible.keeps(stillweb_corpus::date::document_instant(&doc.date));
+    if hidden
+        || !state
+            .sessions
+            .has_seen(session, &seen_key(named, &key))
+            .await?
     {
         return Err(ApiError::new(
             ErrorCode::UrlNotSeen,

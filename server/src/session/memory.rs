@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
-use super::{Event, SessionLimits, Transcript, rfc3339};
+use super::{Event, Pin, SessionLimits, Transcript, rfc3339};
 
 #[derive(Debug)]
 struct Session {
@@ -20,6 +20,7 @@ struct Session {
     started: SystemTime,
     events: VecDeque<Event>,
     dropped_events: u64,
+    pin: Option<Pin>,
 }
 
 #[derive(Debug, Default)]
@@ -112,7 +113,26 @@ impl MemorySessions {
             started: rfc3339(s.started),
             events: s.events.iter().cloned().collect(),
             dropped_events: s.dropped_events,
+            as_of: s.pin.as_ref().map(|p| p.as_of.clone()),
         })
+    }
+
+    /// Pins `session` (created if new) to `pin`, unless it has a pin already; the pin it has
+    /// after the call.
+    pub fn pin(&self, session: &str, pin: Pin, now: Instant) -> Pin {
+        let mut inner = self.lock();
+        self.open(&mut inner, session, now);
+        match inner.sessions.get_mut(session) {
+            Some(s) => s.pin.get_or_insert(pin).clone(),
+            None => pin,
+        }
+    }
+
+    /// The pin of `session`, if it is alive and pinned.
+    pub fn pin_of(&self, session: &str, now: Instant) -> Option<Pin> {
+        let mut inner = self.lock();
+        self.expire(&mut inner, now);
+        inner.sessions.get(session).and_then(|s| s.pin.clone())
     }
 
     /// Ends `session`: forgets what it saw and its transcript. False if it did not exist.
@@ -148,6 +168,7 @@ impl MemorySessions {
                     started: SystemTime::now(),
                     events: VecDeque::new(),
                     dropped_events: 0,
+                    pin: None,
                 },
             );
         }

@@ -148,6 +148,26 @@ impl Sessions {
         }
     }
 
+    /// Pins `session` (starting it if new) to `pin`: nothing dated at or after its
+    /// `sees_before` is searched or visited in it from then on. A pin never moves: the answer
+    /// is the pin the session has, `pin` itself or one set before.
+    pub async fn pin(&self, session: &SessionId, pin: Pin) -> Result<Pin, Unavailable> {
+        let session = session.member();
+        match self {
+            Sessions::Memory(m) => Ok(m.pin(&session, pin, Instant::now())),
+            Sessions::Redis(r) => r.pin(&session, pin).await,
+        }
+    }
+
+    /// The pin of `session`, if it is alive and pinned.
+    pub async fn pin_of(&self, session: &SessionId) -> Result<Option<Pin>, Unavailable> {
+        let session = session.member();
+        match self {
+            Sessions::Memory(m) => Ok(m.pin_of(&session, Instant::now())),
+            Sessions::Redis(r) => r.pin_of(&session).await,
+        }
+    }
+
     /// The session's transcript, if it is alive. Reading it counts as activity.
     pub async fn transcript(&self, session: &SessionId) -> Result<Option<Transcript>, Unavailable> {
         let member = session.member();
@@ -265,6 +285,14 @@ pub enum Event {
     },
 }
 
+/// A session's as-of cutoff: "the web as of `as_of`" (as the client wrote it), so that pages
+/// dated at or after `sees_before` (seconds since the epoch) never reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub as_of: String,
+    pub sees_before: i64,
+}
+
 /// What `GET /v1/sessions/{id}` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Transcript {
@@ -273,6 +301,9 @@ pub struct Transcript {
     pub events: Vec<Event>,
     /// Events dropped from the front because the transcript reached its limit.
     pub dropped_events: u64,
+    /// The session's as-of cutoff, when it is pinned to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

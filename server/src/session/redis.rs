@@ -6,7 +6,9 @@
 //! tag, so a session's keys live in one slot and each operation is one atomic Lua script):
 //!
 //! ```text
-//! P:{NAMESPACE/ID}:meta    hash: started (RFC 3339), seq (URLs ever added), dropped (events)
+//! P:{NAMESPACE/ID}:meta    hash: started (RFC 3339), seq (URLs ever added), dropped (events),
+//!                          as_of and sees_before (a pinned session's cutoff, as given and in
+//!                          seconds since the epoch)
 //! P:{NAMESPACE/ID}:seen    sorted set: each shown URL's normalised key, scored by its seq
 //! P:{NAMESPACE/ID}:events  list: the transcript, one JSON event per entry, oldest first
 //! P:active                 sorted set: NAMESPACE/ID scored by last use (Unix µs)
@@ -26,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::{Event, SessionLimits, Transcript, Unavailable, rfc3339};
+use super::{Event, Pin, SessionLimits, Transcript, Unavailable, rfc3339};
 
 /// Adds a search: creates the session if new (returns 1 then), adds the URLs not yet seen,
 /// forgets the oldest past the limit, appends the event, refreshes every key's TTL.
@@ -71,13 +73,25 @@ if redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 1 end
 return 0
 ";
 
-/// The transcript: {started, dropped, events…}, or nil without a session.
+/// Pins a session (creating it if new) unless it has a pin: {created, as_of, sees_before}, the
+/// pin it has after the call.
+/// KEYS: meta, seen, events. ARGV: ttl ms, started, as_of, sees_before.
+const PIN: &str = r"
+local created = redis.call('HSETNX', KEYS[1], 'started', ARGV[2])
+if redis.call('HSETNX', KEYS[1], 'sees_before', ARGV[4]) == 1 then
+  redis.call('HSET', KEYS[1], 'as_of', ARGV[3])
+end
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return {created, redis.call('HGET', KEYS[1], 'as_of'), redis.call('HGET', KEYS[1], 'sees_before')}
+";
+
+/// The transcript: {started, dropped, as_of ('' unpinned), events…}, or nil without a session.
 /// KEYS: meta, seen, events. ARGV: ttl ms.
 const TRANSCRIPT: &str = r"
 local started = redis.call('HGET', KEYS[1], 'started')
 if not started then return nil end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
-local out = {started, redis.call('HGET', KEYS[1], 'dropped') or '0'}
+local out = {started, redis.call('HGET', KEYS[1], 'dropped') or '0', redis.call('HGET', KEYS[1], 'as_of') or ''}
 for _, e in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do out[#out + 1] = e end
 return out
 ";
@@ -330,10 +344,10 @@ impl RedisSessions {
             self.forget_active(session).await?;
             return Ok(None);
         };
-        if parts.len() < 2 {
+        if parts.len() < 3 {
             return Err(self.unavailable("a malformed transcript reply"));
         }
-        let events = parts.split_off(2);
+        let events = parts.split_off(3);
         let events = events
             .iter()
             .map(|e| serde_json::from_str::<Event>(e))
@@ -344,7 +358,47 @@ impl RedisSessions {
             started: parts[0].clone(),
             events,
             dropped_events: parts[1].parse().unwrap_or(0),
+            as_of: Some(parts[2].clone()).filter(|a| !a.is_empty()),
         }))
+    }
+
+    pub async fn pin(&self, session: &str, pin: Pin) -> Result<Pin, Unavailable> {
+        let (ttl, started, before) = (
+            self.ttl_ms().to_string(),
+            rfc3339(SystemTime::now()),
+            pin.sees_before.to_string(),
+        );
+        let args = [ttl.as_str(), started.as_str(), pin.as_of.as_str(), &before];
+        let ((created, as_of, sees_before),): ((i64, String, String),) =
+            self.run(&self.script(PIN, session, &args, true)).await?;
+        if created == 1 {
+            self.bound_sessions().await?;
+        }
+        self.stored_pin(Some(as_of), Some(sees_before))
+            .map(|stored| stored.unwrap_or(pin))
+    }
+
+    pub async fn pin_of(&self, session: &str) -> Result<Option<Pin>, Unavailable> {
+        let [meta, ..] = self.keys(session);
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET").arg(meta).arg("as_of").arg("sees_before");
+        let ((as_of, sees_before),): ((Option<String>, Option<String>),) = self.run(&pipe).await?;
+        self.stored_pin(as_of, sees_before)
+    }
+
+    /// A pin as the meta hash holds it (both fields, or neither).
+    fn stored_pin(
+        &self,
+        as_of: Option<String>,
+        sees_before: Option<String>,
+    ) -> Result<Option<Pin>, Unavailable> {
+        match (as_of, sees_before) {
+            (Some(as_of), Some(before)) => match before.parse() {
+                Ok(sees_before) => Ok(Some(Pin { as_of, sees_before })),
+                Err(_) => Err(self.unavailable(format!("a stored pin does not parse: {before}"))),
+            },
+            _ => Ok(None),
+        }
     }
 
     pub async fn end(&self, session: &str) -> Result<bool, Unavailable> {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::Deserialize;
+use stillweb_index::DateReport;
 use stillweb_index::dense::DenseManifest;
 use stillweb_index::shard::ShardManifest;
 use tracing::{info, warn};
@@ -27,6 +28,9 @@ struct ShardIndexInfo {
     format_version: u64,
     dense: Option<DenseManifest>,
     shard: Option<ShardManifest>,
+    /// The set's dates (a shard's counts; the set's frozen clock, which `finalize` gave each).
+    #[serde(default)]
+    dates: DateReport,
 }
 
 /// Asks every shard's replicas for their `/info` (waiting up to `wait` for each shard to have one
@@ -82,6 +86,10 @@ pub fn discover(shards: &[Vec<String>], wait: Duration) -> anyhow::Result<Corpus
                             dense: index.dense,
                             shard: None,
                             overlays: Vec::new(),
+                            dates: DateReport {
+                                as_of: index.dates.as_of,
+                                ..DateReport::default()
+                            },
                         };
                         set = Some((url.to_string(), info, 0));
                     }

@@ -309,6 +309,7 @@ async function runIndex() {
       ["documents", index.documents],
       ["chunks", index.chunks],
       ["shards", index.shards ? index.shards.length : "one index"],
+      ["as of", index.as_of ? `${index.as_of} (relative date filters count back from it)` : "no dated pages"],
       ["preset", data.preset ? `${data.preset.name} (${data.preset.purpose})` : "none (flags as given)"],
       ["embedder", data.models && data.models.embedder],
       ["reranker", data.models && data.models.reranker],

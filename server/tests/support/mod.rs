@@ -128,6 +128,19 @@ pub fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
     )
 }
 
+/// PUTs `body` as JSON to a real server at `base`: the status and the JSON body (null if none).
+pub fn put(base: &str, path: &str, body: Value) -> (u16, Value) {
+    let mut response = agent()
+        .put(format!("{base}{path}"))
+        .send_json(body)
+        .expect("request");
+    let status = response.status().as_u16();
+    (
+        status,
+        response.body_mut().read_json().unwrap_or(Value::Null),
+    )
+}
+
 /// GETs `path` from a real server at `base`: the status and the JSON body (null if none).
 pub fn get(base: &str, path: &str) -> (u16, Value) {
     let mut response = agent()
