@@ -13,12 +13,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use stillweb_corpus::date::{self, DateFilter, DateRange, parse_instant};
+use stillweb_corpus::date::{self, DateFilter, DateRange, as_of_cutoff, parse_instant};
 
 use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::{ErrorDialect, native_status};
 use crate::routes::{ApiJson, SessionSources};
+use crate::service::search::date_field;
 use crate::service::visit_many;
 use crate::service::{Query, answer};
 use crate::state::AppState;
@@ -69,19 +70,9 @@ impl SearchRequest {
                 &self.end_crawl_date,
             ),
         ] {
-            let read = |name: &str, text: &Option<String>| {
-                text.as_deref()
-                    .map(|t| {
-                        parse_instant(t)
-                            .map(|i| (i, t.trim().len() <= 10))
-                            .map_err(|e| ApiError::invalid(format!("`{name}`: {e}")))
-                    })
-                    .transpose()
-            };
-            let from = read(start_name, start)?.map(|(t, _)| t);
-            // An end given as a day includes that day.
-            let until =
-                read(end_name, end)?.map(|(t, day)| if day { t + date::DAY } else { t + 1 });
+            let from = date_field(start_name, start.as_deref(), parse_instant)?;
+            // An end given as a day includes that day (an instant, itself).
+            let until = date_field(end_name, end.as_deref(), as_of_cutoff)?;
             if let (Some(f), Some(u)) = (from, until)
                 && f >= u
             {

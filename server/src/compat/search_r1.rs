@@ -3,9 +3,9 @@
 //! (without `return_scores`, each entry is the document itself). `published_after` /
 //! `published_before` bound the dates of every query's pages, and a query may come as
 //! `{"query", "published_after", "published_before"}` with its own (an evaluation's cutoff per
-//! question); a query whose bounds are unreadable gets an empty slot and its reason in `errors`. `contents` is the title in
-//! quotes on the first line, then the passage — the layout of Search-R1's wiki corpus, which its
-//! agents split on the first newline. Errors are FastAPI's `{"detail": ...}`.
+//! question); a query whose bounds are unreadable gets an empty slot and its reason in `errors`.
+//! `contents` is the title in quotes on the first line, then the passage — the layout of
+//! Search-R1's wiki corpus, which its agents split on the first newline. Errors are FastAPI's `{"detail": ...}`.
 //!
 //! Training loops call it once per step with every rollout's query and read `result` without
 //! checking the status, so it answers what the reference server answers: an empty batch is
@@ -25,13 +25,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use stillweb_corpus::date::{DateFilter, DateRange, parse_instant};
+use stillweb_corpus::date::DateFilter;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::ErrorDialect;
 use crate::routes::{ApiJson, SessionSources};
 use crate::service::Query;
-use crate::service::search::MAX_K;
+use crate::service::search::{MAX_K, published_range};
 use crate::service::{answer_many, visit_many};
 use crate::state::AppState;
 
@@ -72,23 +72,13 @@ pub enum RetrieveQuery {
 impl RetrieveRequest {
     /// The batch's own bounds, refused (the whole call) when unreadable.
     fn dates(&self) -> Result<DateFilter, ApiError> {
-        let read = |name: &str, text: &Option<String>| {
-            text.as_deref()
-                .map(|t| parse_instant(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
-                .transpose()
-        };
-        let range = DateRange {
-            from: read("published_after", &self.published_after)?,
-            until: read("published_before", &self.published_before)?,
-        };
-        if let (Some(from), Some(until)) = (range.from, range.until)
-            && from >= until
-        {
-            return Err(ApiError::invalid(
-                "`published_after` must be before `published_before`",
-            ));
-        }
-        Ok(DateFilter { range, past: None })
+        Ok(DateFilter {
+            range: published_range(
+                self.published_after.as_deref(),
+                self.published_before.as_deref(),
+            )?,
+            past: None,
+        })
     }
 }
 

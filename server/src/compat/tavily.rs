@@ -21,6 +21,7 @@ use super::{clamp_count, new_request_id, with_domains};
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::dialect::{ErrorDialect, native_status};
 use crate::routes::{ApiJson, SessionSources};
+use crate::service::search::date_field;
 use crate::service::visit_many;
 use crate::service::{Query, answer};
 use crate::state::AppState;
@@ -82,14 +83,9 @@ impl SearchRequest {
             })?;
             filter.past = Some(Past::Days(days));
         }
-        let day = |name: &str, text: &Option<String>| {
-            text.as_deref()
-                .map(|t| parse_day(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
-                .transpose()
-        };
         let (start, end) = (
-            day("start_date", &self.start_date)?,
-            day("end_date", &self.end_date)?,
+            date_field("start_date", self.start_date.as_deref(), parse_day)?,
+            date_field("end_date", self.end_date.as_deref(), parse_day)?,
         );
         if let (Some(s), Some(e)) = (start, end)
             && s > e

@@ -64,33 +64,47 @@ impl Query {
     }
 
     /// The dates it keeps on `corpus`: its API's filter (a period counts back from the
-    /// collection's frozen clock) and the native bounds, each read or refused by name.
+    /// collection's frozen clock) and the native bounds.
     fn published(&self, corpus: &Corpus) -> Result<DateRange, ApiError> {
-        let read = |name: &str, text: &Option<String>| {
-            text.as_deref()
-                .map(|t| parse_instant(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
-                .transpose()
-        };
-        let after = read("published_after", &self.published_after)?;
-        let before = read("published_before", &self.published_before)?;
-        if let (Some(a), Some(b)) = (after, before)
-            && a >= b
-        {
-            return Err(ApiError::invalid(format!(
-                "`published_after` ({}) must be before `published_before` ({})",
-                self.published_after.as_deref().unwrap_or_default(),
-                self.published_before.as_deref().unwrap_or_default()
-            )));
-        }
-        let native = DateRange {
-            from: after,
-            until: before,
-        };
+        let native = published_range(
+            self.published_after.as_deref(),
+            self.published_before.as_deref(),
+        )?;
         Ok(self
             .dates
             .resolve(corpus.info.dates.as_of)
             .intersect(native))
     }
+}
+
+/// The optional date field `name` read with `parse` (a `stillweb_corpus::date` reader), or
+/// refused with the field's name and what to write: every API's date parameters are read so.
+pub fn date_field(
+    name: &str,
+    text: Option<&str>,
+    parse: fn(&str) -> Result<i64, String>,
+) -> Result<Option<i64>, ApiError> {
+    text.map(|t| parse(t).map_err(|e| ApiError::invalid(format!("`{name}`: {e}"))))
+        .transpose()
+}
+
+/// The native bounds `published_after` (included) and `published_before` (excluded), each a
+/// `YYYY-MM-DD` or an ISO 8601 date-time, refused by name when unreadable or out of order.
+pub fn published_range(after: Option<&str>, before: Option<&str>) -> Result<DateRange, ApiError> {
+    let range = DateRange {
+        from: date_field("published_after", after, parse_instant)?,
+        until: date_field("published_before", before, parse_instant)?,
+    };
+    if let (Some(a), Some(b)) = (range.from, range.until)
+        && a >= b
+    {
+        return Err(ApiError::invalid(format!(
+            "`published_after` ({}) must be before `published_before` ({})",
+            after.unwrap_or_default(),
+            before.unwrap_or_default()
+        )));
+    }
+    Ok(range)
 }
 
 /// A search's ranked pages, before any API's response shape is applied.
