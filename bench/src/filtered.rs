@@ -23,7 +23,7 @@ pub struct RangeResult {
     pub server_path: &'static str,
     /// Recall@k of the predicate graph search against the exact filtered top k.
     pub graph_recall: f64,
-    /// Recall@k of an unfiltered graph search of 4k, filtered afterwards.
+    /// Recall@k of an unfiltered graph search of 4 × depth, filtered afterwards.
     pub post_filter_recall: f64,
     /// Median milliseconds per query: predicate graph search, exact scan, unfiltered search.
     pub graph_ms: f64,
@@ -49,12 +49,15 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Measures each of `ranges` over `vectors` (embedded queries) at depth `k`.
+/// Measures each of `ranges` over `vectors` (embedded queries): recall of the first `k` of the
+/// `depth` pages searched for (the server asks for its candidate depth, 100) against the exact
+/// filtered top `k`.
 pub fn measure(
     index: &SearchIndex,
     vectors: &[Vec<f32>],
     ranges: &[String],
     k: usize,
+    depth: usize,
 ) -> anyhow::Result<Vec<RangeResult>> {
     let dense = index.dense().context("the index has no vectors")?;
     let mut results = Vec::new();
@@ -82,10 +85,11 @@ pub fn measure(
             )?;
             exact_ms.push(started.elapsed().as_secs_f64() * 1e3);
             let started = Instant::now();
-            let got = dense.search_docs_among(vector, k, &allowed)?;
+            let mut got = dense.search_docs_among(vector, depth, &allowed)?;
+            got.truncate(k);
             graph_ms.push(started.elapsed().as_secs_f64() * 1e3);
             let started = Instant::now();
-            let mut post = dense.search_docs(vector, k * 4)?;
+            let mut post = dense.search_docs(vector, depth * 4)?;
             unfiltered_ms.push(started.elapsed().as_secs_f64() * 1e3);
             post.retain(|(o, _)| allowed.binary_search(o).is_ok());
             post.truncate(k);
@@ -103,7 +107,7 @@ pub fn measure(
             range: text.clone(),
             pages: allowed.len(),
             chunks,
-            server_path: if ranks_exactly(chunks) {
+            server_path: if ranks_exactly(chunks, index.manifest().chunks) {
                 "exact"
             } else {
                 "graph"

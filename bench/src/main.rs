@@ -145,6 +145,10 @@ enum Command {
         ranges: Vec<String>,
         #[arg(long, default_value_t = 10)]
         k: usize,
+        /// Pages each search asks for, of which the first k count (the server's candidate
+        /// depth).
+        #[arg(long, default_value_t = 100)]
+        depth: usize,
         /// Embedder directory; default: the one `models/fetch` installs.
         #[arg(long)]
         embedder: Option<PathBuf>,
@@ -294,9 +298,13 @@ fn main() -> anyhow::Result<()> {
             count,
             ranges,
             k,
+            depth,
             embedder,
         } => {
-            anyhow::ensure!(k > 0, "--k must be at least 1");
+            anyhow::ensure!(
+                k > 0 && depth >= k,
+                "--k must be at least 1 and --depth at least --k"
+            );
             let mut model = query_embedder(embedder)?;
             let vectors = bm25::load_queries(&queries)?
                 .into_iter()
@@ -304,7 +312,7 @@ fn main() -> anyhow::Result<()> {
                 .map(|(_, q)| stillweb_models::embed_query(&mut *model, &q))
                 .collect::<Result<Vec<_>, _>>()?;
             let index = SearchIndex::open(&index)?;
-            let results = filtered::measure(&index, &vectors, &ranges, k)?;
+            let results = filtered::measure(&index, &vectors, &ranges, k, depth)?;
             println!("{}", serde_json::to_string_pretty(&results)?);
         }
     }

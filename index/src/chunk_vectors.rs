@@ -128,7 +128,7 @@ impl Precision {
             Precision::F16 => dot_f16(query, row),
             Precision::I8 => {
                 let (scale, bytes) = split_i8_row(row);
-                scale * dot_i8(query, bytes)
+                scale * stillweb_native::dot_f32_i8(query, bytes)
             }
         }
     }
@@ -144,24 +144,6 @@ fn split_i8_row(row: &[u8]) -> (f32, &[u8]) {
 
 /// Independent running sums, as in [`stillweb_model_core::dot`], so the loops vectorise.
 const LANES: usize = 16;
-
-fn dot_i8(query: &[f32], bytes: &[u8]) -> f32 {
-    let n = query.len().min(bytes.len());
-    let (q_lanes, q_tail) = query[..n].as_chunks::<LANES>();
-    let (b_lanes, b_tail) = bytes[..n].as_chunks::<LANES>();
-    let mut sums = [0f32; LANES];
-    for (q, b) in q_lanes.iter().zip(b_lanes) {
-        for i in 0..LANES {
-            sums[i] += q[i] * f32::from(b[i] as i8);
-        }
-    }
-    let tail: f32 = q_tail
-        .iter()
-        .zip(b_tail)
-        .map(|(q, &b)| q * f32::from(b as i8))
-        .sum();
-    sums.iter().sum::<f32>() + tail
-}
 
 fn dot_f16(query: &[f32], bytes: &[u8]) -> f32 {
     let n = query.len().min(bytes.len() / 2);
@@ -220,20 +202,21 @@ impl ChunkVectors {
         dimension: usize,
         rows: u64,
     ) -> Result<ChunkVectors, IndexError> {
-        let name = precision.file_name();
-        let path = dir.join(name);
-        let mapped = tantivy::directory::MmapDirectory::open(dir)
-            .map_err(|e| IndexError::io(&path, std::io::Error::other(e.to_string())))
-            .and_then(|d| {
-                tantivy::directory::Directory::open_read(&d, Path::new(name))
-                    .map_err(|e| IndexError::io(&path, std::io::Error::other(e.to_string())))
-            })?
-            .read_bytes()
-            .map_err(|e| IndexError::io(&path, e))?;
+        Self::open_file(&dir.join(precision.file_name()), precision, dimension, rows)
+    }
+
+    /// Maps the rows at `path` (chunk vectors, or a mean graph's document vectors).
+    pub(crate) fn open_file(
+        path: &Path,
+        precision: Precision,
+        dimension: usize,
+        rows: u64,
+    ) -> Result<ChunkVectors, IndexError> {
+        let mapped = crate::dense::map_file(path)?;
         let expected = rows as usize * precision.row_width(dimension);
         if mapped.len() != expected {
             return Err(graph_error(
-                &path,
+                path,
                 format!(
                     "{} bytes, expected {expected} ({rows} {precision} vectors of {dimension} dimensions); rebuild the index",
                     mapped.len()
@@ -259,6 +242,11 @@ impl ChunkVectors {
         self.precision.decode(self.row_bytes(id), out);
     }
 
+    /// Asks for row `id` to be brought into the caches.
+    pub(crate) fn prefetch(&self, id: u64) {
+        stillweb_native::prefetch(self.row_bytes(id));
+    }
+
     /// The dot product of `query` with row `id`, read straight from the mapped bytes.
     pub(crate) fn dot(&self, query: &[f32], id: u64) -> f32 {
         self.precision.dot(query, self.row_bytes(id))
@@ -267,26 +255,37 @@ impl ChunkVectors {
     /// Writes every row to `dir` at `precision` (through a temporary file, renamed when
     /// complete).
     pub(crate) fn write_as(&self, dir: &Path, precision: Precision) -> Result<(), IndexError> {
-        use std::io::Write;
-        let path = dir.join(precision.file_name());
-        let partial = dir.join(format!("{}.partial", precision.file_name()));
-        let file = std::fs::File::create(&partial).map_err(|e| IndexError::io(&partial, e))?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let mut row = vec![0f32; self.dimension];
-        let mut encoded = Vec::with_capacity(precision.row_width(self.dimension));
-        for id in 0..self.rows {
+        let rows = (0..self.rows).map(|id| {
             self.read_row(id, &mut row);
-            encoded.clear();
-            precision.encode(&row, &mut encoded);
-            out.write_all(&encoded)
-                .map_err(|e| IndexError::io(&partial, e))?;
-        }
-        out.into_inner()
-            .map_err(|e| IndexError::io(&partial, e.into_error()))?
-            .sync_all()
-            .map_err(|e| IndexError::io(&partial, e))?;
-        std::fs::rename(&partial, &path).map_err(|e| IndexError::io(&path, e))
+            row.clone()
+        });
+        write_rows(&dir.join(precision.file_name()), precision, rows)
     }
+}
+
+/// Writes `rows` to `path` at `precision`, through a temporary file renamed when complete.
+pub(crate) fn write_rows(
+    path: &Path,
+    precision: Precision,
+    rows: impl Iterator<Item = Vec<f32>>,
+) -> Result<(), IndexError> {
+    use std::io::Write;
+    let partial = path.with_extension("partial");
+    let file = std::fs::File::create(&partial).map_err(|e| IndexError::io(&partial, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut encoded = Vec::new();
+    for row in rows {
+        encoded.clear();
+        precision.encode(&row, &mut encoded);
+        out.write_all(&encoded)
+            .map_err(|e| IndexError::io(&partial, e))?;
+    }
+    out.into_inner()
+        .map_err(|e| IndexError::io(&partial, e.into_error()))?
+        .sync_all()
+        .map_err(|e| IndexError::io(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| IndexError::io(path, e))
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The dense part of the on-disk format, shared by building and reading: every chunk's embedding
-//! (row by row in chunk-id order, at the build's precision: [`crate::chunk_vectors`]) and an
-//! HNSW graph (usearch) over document vectors for stage 1. Writing them is `build/vectors.rs`;
-//! searching them, `read/vectors.rs`.
+//! (row by row in chunk-id order, at the build's precision: [`crate::chunk_vectors`]) and the
+//! links of an HNSW graph over document vectors for stage 1 ([`crate::links`]: usearch builds
+//! the graph; its nodes are scored from the stored rows, so each vector is stored once). Writing
+//! them is `build/vectors.rs`; searching them, `read/vectors.rs`.
 //!
 //! How a document is represented is a build parameter ([`DocVectors`]);
 //! `benchmarks/HISTORY.md` has the measurement behind the default.
@@ -15,7 +16,13 @@ use crate::IndexError;
 use crate::chunk_vectors::Precision;
 
 pub const DENSE_DIR: &str = "dense";
-pub(crate) const DOC_GRAPH: &str = "docs.usearch";
+pub(crate) const DOC_GRAPH: &str = "graph.links";
+
+/// A mean graph's node vectors (each document's normalised mean chunk vector, by ordinal) at the
+/// chunk precision, in `dense/`; the other representations' nodes are chunk rows.
+pub(crate) fn means_file(precision: crate::chunk_vectors::Precision) -> String {
+    format!("means.{precision}")
+}
 
 /// How a document is represented in the document-level dense index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,7 +61,7 @@ pub struct DenseManifest {
     pub engine: Option<String>,
     /// Vectors are unit length; similarity is their dot product.
     pub metric: String,
-    /// How the graph stores its vectors.
+    /// The vectors usearch built the graph from (the graph's walk scores the stored rows).
     pub quantization: String,
     pub doc_vectors: DocVectors,
     pub chunk_vectors: u64,
@@ -105,9 +112,8 @@ impl DenseManifest {
     }
 }
 
-/// How new graphs store their vectors. The graph only chooses candidates (stage 2 rescores their
-/// chunks from the stored chunk vectors), and i8 walks a quarter of the memory: at 1M chunks it
-/// searched ~5× faster than f32 for ~0.02 less recall@10 (benchmarks/HISTORY.md, ANN).
+/// The vectors usearch builds new graphs from: i8 inserts faster than f32, and the links it
+/// chooses are walked over the stored rows (benchmarks/HISTORY.md, ANN).
 pub const GRAPH_QUANTIZATION: &str = "i8";
 
 /// The HNSW settings of every document graph, storing vectors as `quantization` (`f32`, `f16`
@@ -142,6 +148,22 @@ pub(crate) fn new_graph(
 ) -> Result<usearch::Index, IndexError> {
     let options = graph_options(dimension, quantization).map_err(|e| graph_error(path, e))?;
     usearch::Index::new(&options).map_err(|e| graph_error(path, e))
+}
+
+/// `path` memory-mapped: the page cache holds it, shared and reclaimable, and only the pages a
+/// query touches become resident.
+pub(crate) fn map_file(path: &Path) -> Result<tantivy::directory::OwnedBytes, IndexError> {
+    let (dir, name) = (
+        path.parent().unwrap_or(Path::new(".")),
+        path.file_name().map(Path::new).unwrap_or(path),
+    );
+    let fail = |e: String| IndexError::io(path, std::io::Error::other(e));
+    let directory =
+        tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(e.to_string()))?;
+    tantivy::directory::Directory::open_read(&directory, name)
+        .map_err(|e| fail(e.to_string()))?
+        .read_bytes()
+        .map_err(|e| IndexError::io(path, e))
 }
 
 pub(crate) fn graph_error(path: &Path, e: impl std::fmt::Display) -> IndexError {

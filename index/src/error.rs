@@ -18,7 +18,7 @@ pub enum IndexError {
     )]
     Missing { path: PathBuf, reason: String },
     #[error(
-        "index at {path} has format version {found}, this build reads version {expected}; rebuild it with `stillweb-indexer build`"
+        "index at {path} has format version {found}, this build reads version {expected}; rebuild it with `stillweb-indexer build` (a version-4 index converts in seconds: `stillweb-indexer upgrade --index {path} --out NEW`)"
     )]
     FormatVersion {
         path: PathBuf,

@@ -9,7 +9,7 @@
 //!   doc_ids.bin     every document's source id by ordinal, memory-mapped (see `doc_ids`)
 //!   docs/           one tantivy document per page: title, body (stored), url, host, date
 //!   chunks/         one tantivy document per chunk: title + chunk text, document ordinal
-//!   dense/          (indexes built with an embedder) chunk vectors and the HNSW document graph
+//!   dense/          (indexes built with an embedder) chunk vectors and the HNSW graph's links
 //!   global_ords.bin (a shard) each document's ordinal in the whole corpus
 //!   bm25_stats.json (a shard) the whole corpus's BM25 statistics for the shard's terms
 //! ```
@@ -28,6 +28,7 @@ pub mod chunk_vectors;
 pub mod dense;
 mod doc_ids;
 mod error;
+mod links;
 mod manifest;
 pub mod overlay;
 mod schema;

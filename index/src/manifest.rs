@@ -11,7 +11,7 @@ use stillweb_corpus::chunk::ChunkerConfig;
 use crate::IndexError;
 
 /// Bumped whenever the on-disk layout or its meaning changes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 

@@ -287,7 +287,7 @@ fn one_graph_thread_builds_identical_graphs() {
         build_at(&manifest, &out, &options);
         (
             out.clone(),
-            std::fs::read(out.join("dense/docs.usearch")).expect("graph"),
+            std::fs::read(out.join("dense/graph.links")).expect("graph"),
         )
     };
     let (first_dir, first) = graph("first");
@@ -307,7 +307,7 @@ fn one_graph_thread_builds_identical_graphs() {
             false,
         )
         .expect("revector");
-        std::fs::read(out.join("dense/docs.usearch")).expect("graph")
+        std::fs::read(out.join("dense/graph.links")).expect("graph")
     };
     assert!(revectored("mean-1") == revectored("mean-2"));
 }
@@ -350,8 +350,8 @@ fn chunk_vectors_can_be_stored_at_lower_precision() {
         ));
         // Only the chunk vectors changed: the graph is the source's.
         assert_eq!(
-            std::fs::read(out.join("dense/docs.usearch")).expect("graph"),
-            std::fs::read(full.dir().join("dense/docs.usearch")).expect("graph")
+            std::fs::read(out.join("dense/graph.links")).expect("graph"),
+            std::fs::read(full.dir().join("dense/graph.links")).expect("graph")
         );
         SearchIndex::open(&out).expect("open")
     };
@@ -446,15 +446,14 @@ fn damaged_vectors_or_graph_are_refused_at_open() {
 
     std::fs::write(&vectors, &full).expect("restore");
     SearchIndex::open(&index_dir).expect("restored index opens");
-    std::fs::remove_file(dense.join("docs.usearch")).expect("remove graph");
+    std::fs::remove_file(dense.join("graph.links")).expect("remove graph");
     let err = SearchIndex::open(&index_dir).expect_err("no graph");
-    assert!(err.to_string().contains("docs.usearch"), "{err}");
+    assert!(err.to_string().contains("graph.links"), "{err}");
 }
 
-/// A manifest naming an unknown graph quantization, or a graph from another index, is refused at
-/// open with what is wrong and what to do.
+/// A graph from another index is refused at open with what is wrong and what to do.
 #[test]
-fn foreign_graph_or_unknown_quantization_is_refused_at_open() {
+fn a_foreign_graph_is_refused_at_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let small = build(dir.path(), 40, DocVectors::BestChunk)
         .dir()
@@ -465,32 +464,19 @@ fn foreign_graph_or_unknown_quantization_is_refused_at_open() {
         .dir()
         .to_path_buf();
 
-    let graph = small.join("dense").join("docs.usearch");
+    let graph = small.join("dense").join("graph.links");
     let own = std::fs::read(&graph).expect("read graph");
-    std::fs::copy(other.join("dense").join("docs.usearch"), &graph).expect("swap graph");
+    std::fs::copy(other.join("dense").join("graph.links"), &graph).expect("swap graph");
     let err = SearchIndex::open(&small).expect_err("foreign graph");
     let message = err.to_string();
     assert!(
-        message.contains("docs.usearch")
+        message.contains("graph.links")
             && message.contains("nodes, expected")
             && message.contains("rebuild"),
         "{message}"
     );
     std::fs::write(&graph, own).expect("restore graph");
-
-    let manifest = small.join("manifest.json");
-    let text = std::fs::read_to_string(&manifest).expect("manifest");
-    assert!(text.contains("\"quantization\": \"i8\""), "{text}");
-    std::fs::write(
-        &manifest,
-        text.replace("\"quantization\": \"i8\"", "\"quantization\": \"q4\""),
-    )
-    .expect("write manifest");
-    let err = SearchIndex::open(&small).expect_err("unknown quantization");
-    assert!(
-        err.to_string().contains("unknown graph quantization `q4`"),
-        "{err}"
-    );
+    SearchIndex::open(&small).expect("its own graph opens");
 }
 
 /// Each stage called alone, with the plain data between them, composes into exactly what the
@@ -609,4 +595,91 @@ fn each_stage_runs_alone_and_composes_into_the_search() {
         retriever.search(&parsed, &searched).expect("search").hits,
         by_hand
     );
+}
+
+/// A format-4 index (usearch's own graph file, its copy of every vector beside the chunk
+/// vectors) is refused at open with the way out, and `upgrade` turns it into this format: the
+/// lexical part and the vectors linked, the same graph's links read out, the same answers.
+#[test]
+fn a_format_4_index_is_refused_at_open_and_upgrades_to_the_same_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = build(dir.path(), 120, DocVectors::BestChunk);
+    let current = index.dir().to_path_buf();
+    let dense = index.dense().expect("dense").manifest().clone();
+    let mut embedder = HashingEmbedder::new(64);
+    let queries: Vec<Vec<f32>> = (0..20)
+        .map(|q| {
+            let text = format!("{} {}", WORDS[q % 30], WORDS[(q * 7 + 3) % 30]);
+            embedder.embed_queries(&[&text]).expect("embed").remove(0)
+        })
+        .collect();
+    let answers = |index: &SearchIndex| -> Vec<Vec<u64>> {
+        let dense = index.dense().expect("dense");
+        queries
+            .iter()
+            .map(|q| {
+                let found = dense.search_docs(q, 10).expect("search");
+                found.into_iter().map(|(d, _)| d).collect()
+            })
+            .collect()
+    };
+    let expected = answers(&index);
+    drop(index);
+
+    // What a format-4 build left: usearch's graph over the chunk vectors, no links file.
+    let old = dir.path().join("format-4");
+    copy_dir(&current, &old);
+    let graph = usearch::Index::new(
+        &stillweb_index::dense::graph_options(dense.dimension, "i8").expect("options"),
+    )
+    .expect("graph");
+    graph
+        .reserve(dense.chunk_vectors as usize)
+        .expect("reserve");
+    let rows =
+        std::fs::read(old.join("dense").join(dense.chunk_precision.file_name())).expect("rows");
+    let width = dense.chunk_precision.row_width(dense.dimension);
+    let mut row = vec![0f32; dense.dimension];
+    for (key, bytes) in rows.chunks_exact(width).enumerate() {
+        dense.chunk_precision.decode(bytes, &mut row);
+        graph.add(key as u64, &row).expect("add");
+    }
+    graph
+        .save(&old.join("dense/docs.usearch").to_string_lossy())
+        .expect("save");
+    std::fs::remove_file(old.join("dense/graph.links")).expect("remove links");
+    let manifest = old.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    let version = format!("\"format_version\": {}", stillweb_index::FORMAT_VERSION);
+    assert!(text.contains(&version), "{text}");
+    std::fs::write(&manifest, text.replace(&version, "\"format_version\": 4")).expect("write");
+
+    let refused = SearchIndex::open(&old).expect_err("format 4");
+    assert!(
+        refused.to_string().contains("stillweb-indexer upgrade"),
+        "{refused}"
+    );
+    let upgraded = dir.path().join("upgraded");
+    let manifest = stillweb_index::revector::upgrade(&old, &upgraded, false).expect("upgrade");
+    assert_eq!(manifest.format_version, stillweb_index::FORMAT_VERSION);
+    assert!(!upgraded.join("dense/docs.usearch").exists());
+    let upgraded_index = SearchIndex::open(&upgraded).expect("open upgraded");
+    assert_eq!(answers(&upgraded_index), expected);
+
+    let again = stillweb_index::revector::upgrade(&upgraded, &dir.path().join("twice"), false)
+        .expect_err("already current");
+    assert!(again.to_string().contains("needs no upgrade"), "{again}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
 }

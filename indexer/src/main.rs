@@ -40,6 +40,9 @@ enum Command {
     /// precision; prints the new manifest (JSON).
     #[command(alias = "doc-vectors")]
     Revector(revector::Args),
+    /// Write a copy of an index of the previous format (4) in this one without building it
+    /// again: the same graph, its vectors stored once; prints the new manifest (JSON).
+    Upgrade(revector::UpgradeArgs),
     /// Evaluate retrieval quality; prints JSON.
     Eval(eval::Args),
     /// Write a corpus's documents or chunks as JSON Lines, as the build reads and splits them
@@ -77,6 +80,7 @@ fn main() -> anyhow::Result<()> {
         Command::Finalize(args) => finalize::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Revector(args) => revector::run(args),
+        Command::Upgrade(args) => revector::upgrade(args),
         Command::Eval(args) => eval::run(args),
         Command::Export(args) => export::run(args),
         Command::BenchEmbed(args) => bench::embed::run(args),

@@ -1,5 +1,6 @@
 //! `stillweb-indexer revector`: a copy of an index with its dense part changed from its stored
-//! chunk vectors, without embedding again.
+//! chunk vectors, without embedding again; `upgrade`: a copy of a previous-format index in this
+//! format, likewise.
 
 use std::path::PathBuf;
 
@@ -44,6 +45,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.out.display()
         )
     })?;
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpgradeArgs {
+    /// Index of format version 4.
+    #[arg(long)]
+    index: PathBuf,
+    /// Output index directory (published by rename, like a build; may not be --index).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace an existing index at --out.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Prints the upgraded index's manifest (JSON).
+pub fn upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.index != args.out,
+        "--out must differ from --index: the upgrade links the index's files into a new one"
+    );
+    let manifest = stillweb_index::revector::upgrade(&args.index, &args.out, args.force)
+        .with_context(|| {
+            format!(
+                "upgrading {} into {}",
+                args.index.display(),
+                args.out.display()
+            )
+        })?;
     println!("{}", serde_json::to_string_pretty(&manifest)?);
     Ok(())
 }

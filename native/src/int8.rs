@@ -66,3 +66,24 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .map(|(&x, &y)| i32::from(x) * i32::from(y))
         .sum()
 }
+
+/// The dot product of an f32 query with a row of signed bytes (stored as `u8`), summed in the
+/// same order on every CPU (Rust never fuses the multiply-add), so the result does not depend on
+/// which build of it runs.
+pub fn dot_f32_i8(query: &[f32], bytes: &[u8]) -> f32 {
+    let n = query.len().min(bytes.len());
+    let (q_lanes, q_tail) = query[..n].as_chunks::<LANES>();
+    let (b_lanes, b_tail) = bytes[..n].as_chunks::<LANES>();
+    let mut sums = [0f32; LANES];
+    for (q, b) in q_lanes.iter().zip(b_lanes) {
+        for i in 0..LANES {
+            sums[i] += q[i] * f32::from(b[i] as i8);
+        }
+    }
+    let tail: f32 = q_tail
+        .iter()
+        .zip(b_tail)
+        .map(|(q, &b)| q * f32::from(b as i8))
+        .sum();
+    sums.iter().sum::<f32>() + tail
+}

@@ -28,6 +28,11 @@ use tokenizers::Tokenizer;
 
 use bert::{Bert, Workspace};
 pub use gemm::Kernel;
+/// A query's dot product with an int8 row, built for the widest vectors this CPU has (the
+/// index's stage 2 and graph walk score stored rows with it).
+pub use kernels::dot_f32_i8;
+/// A cache hint for bytes about to be read (a no-op off x86-64).
+pub use kernels::prefetch;
 pub use rerank::NativeCrossEncoder;
 use run::run_sequences;
 use stillweb_model_core::tokens::{encode_all, load_tokenizer, pool};

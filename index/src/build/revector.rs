@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use crate::build::{publish, staging_dir};
-use crate::chunk_vectors::{ChunkVectors, Precision};
-use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors};
+use crate::chunk_vectors::{ChunkVectors, Precision, write_rows};
+use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors, means_file};
 use crate::doc_ids::DOC_IDS;
 use crate::manifest::IndexManifest;
 use crate::{IndexError, SearchIndex};
@@ -73,22 +73,7 @@ pub fn revector(
 
     let tmp = staging_dir(out, force)?;
     let result = (|| {
-        for part in ["docs", "chunks"] {
-            link_dir(&source.join(part), &tmp.join(part))?;
-        }
-        // Indexes built before the id table have none; they read ids from the docs index.
-        if source.join(DOC_IDS).is_file() {
-            link_file(&source.join(DOC_IDS), &tmp.join(DOC_IDS))?;
-        }
-        // A shard's ordinal map and corpus statistics.
-        for file in [
-            crate::shard::GLOBAL_ORDS_FILE,
-            crate::shard::BM25_STATS_FILE,
-        ] {
-            if source.join(file).is_file() {
-                link_file(&source.join(file), &tmp.join(file))?;
-            }
-        }
+        link_lexical_part(source, &tmp)?;
         let source_dense = source.join(DENSE_DIR);
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
@@ -101,9 +86,30 @@ pub fn revector(
                 &index.chunk_counts(),
                 dense.doc_vectors,
                 change.graph_threads,
+                precision,
             )?;
         } else {
             link_file(&source_dense.join(DOC_GRAPH), &dense_dir.join(DOC_GRAPH))?;
+            if dense.doc_vectors == DocVectors::Mean {
+                let (from, to) = (means_file(stored), means_file(precision));
+                if precision == stored {
+                    link_file(&source_dense.join(&from), &dense_dir.join(&to))?;
+                } else {
+                    let docs = index.chunk_counts().len() as u64;
+                    let means = ChunkVectors::open_file(
+                        &source_dense.join(&from),
+                        stored,
+                        dense.dimension,
+                        docs,
+                    )?;
+                    let mut row = vec![0f32; dense.dimension];
+                    let rows = (0..docs).map(|d| {
+                        means.read_row(d, &mut row);
+                        row.clone()
+                    });
+                    write_rows(&dense_dir.join(&to), precision, rows)?;
+                }
+            }
         }
         if precision == stored {
             link_file(
@@ -115,6 +121,105 @@ pub fn revector(
         }
         manifest.write(&tmp)?;
         crate::checksums::write(&tmp)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    publish(&tmp, out)?;
+    SearchIndex::open(out)?;
+    Ok(manifest)
+}
+
+/// Links every file of `source` outside `dense/` into `tmp`.
+fn link_lexical_part(source: &Path, tmp: &Path) -> Result<(), IndexError> {
+    for part in ["docs", "chunks"] {
+        link_dir(&source.join(part), &tmp.join(part))?;
+    }
+    // Indexes built before the id table have none; they read ids from the docs index.
+    if source.join(DOC_IDS).is_file() {
+        link_file(&source.join(DOC_IDS), &tmp.join(DOC_IDS))?;
+    }
+    // A shard's ordinal map and corpus statistics.
+    for file in [
+        crate::shard::GLOBAL_ORDS_FILE,
+        crate::shard::BM25_STATS_FILE,
+    ] {
+        if source.join(file).is_file() {
+            link_file(&source.join(file), &tmp.join(file))?;
+        }
+    }
+    Ok(())
+}
+
+/// The format [`upgrade`] reads: its graph file is usearch's own, with a copy of every vector.
+const UPGRADABLE_FORMAT: u64 = 4;
+const USEARCH_GRAPH: &str = "docs.usearch";
+
+/// Writes to `out` the index at `source` (format 4) in this build's format, without building it
+/// again: the lexical part and the chunk vectors are linked, and the graph's links are read out
+/// of usearch's file (the same graph, so the same neighbours), which is left behind with its
+/// copy of the vectors. Best-chunk graphs only (the default); others are rebuilt.
+pub fn upgrade(source: &Path, out: &Path, force: bool) -> Result<IndexManifest, IndexError> {
+    let refuse = |reason: String| IndexError::Damaged {
+        path: source.to_path_buf(),
+        reason,
+    };
+    let path = source.join(crate::manifest::MANIFEST_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| IndexError::io(&path, e))?;
+    let mut value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| refuse(format!("{}: {e}", crate::manifest::MANIFEST_FILE)))?;
+    let found = value
+        .get("format_version")
+        .and_then(serde_json::Value::as_u64);
+    if found != Some(UPGRADABLE_FORMAT) {
+        return Err(refuse(format!(
+            "it has format version {}; upgrade reads version {UPGRADABLE_FORMAT} (a version-{} index needs no upgrade; older ones are rebuilt)",
+            found.map_or("(none)".into(), |v| v.to_string()),
+            crate::FORMAT_VERSION
+        )));
+    }
+    value["format_version"] = crate::FORMAT_VERSION.into();
+    let mut manifest: IndexManifest = serde_json::from_value(value)
+        .map_err(|e| refuse(format!("{}: {e}", crate::manifest::MANIFEST_FILE)))?;
+    if let Some(dense) = &manifest.dense
+        && dense.doc_vectors != DocVectors::BestChunk
+    {
+        return Err(refuse(format!(
+            "its graph is over {:?} document vectors; upgrade converts best-chunk graphs (build it again)",
+            dense.doc_vectors
+        )));
+    }
+    manifest.build_id = IndexManifest::compute_build_id(
+        &manifest.sources,
+        &manifest.chunker,
+        &manifest.analyzer,
+        manifest.dense.as_ref(),
+        manifest.shard.as_ref().map(|s| s.count),
+    );
+    let tmp = staging_dir(out, force)?;
+    let result = (|| {
+        link_lexical_part(source, &tmp)?;
+        if let Some(dense) = &manifest.dense {
+            let (from, to) = (source.join(DENSE_DIR), tmp.join(DENSE_DIR));
+            std::fs::create_dir_all(&to).map_err(|e| IndexError::io(&to, e))?;
+            let vectors = dense.chunk_precision.file_name();
+            link_file(&from.join(vectors), &to.join(vectors))?;
+            let graph_path = from.join(USEARCH_GRAPH);
+            let graph = crate::dense::new_graph(&graph_path, dense.dimension, &dense.quantization)?;
+            graph
+                .view(&graph_path.to_string_lossy())
+                .map_err(|e| crate::dense::graph_error(&graph_path, e))?;
+            if graph.size() as u64 != dense.chunk_vectors {
+                return Err(crate::dense::graph_error(
+                    &graph_path,
+                    format!("{} nodes, expected {}", graph.size(), dense.chunk_vectors),
+                ));
+            }
+            let keys: Vec<u64> = (0..dense.chunk_vectors).collect();
+            crate::links::write(&graph, &keys, dense.chunk_vectors, &to.join(DOC_GRAPH))?;
+        }
+        manifest.write(&tmp)
     })();
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&tmp);

@@ -1,6 +1,7 @@
 //! Writing an index's vectors: chunk vectors streamed in chunk-id order (as f32) while the index
 //! is built, then the HNSW graph over document vectors (each document's best chunk, first chunk,
-//! or mean) from those full-precision vectors, then the chunk vectors at the build's precision.
+//! or mean) from those full-precision vectors, kept as its links, then the chunk vectors at the
+//! build's precision.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -77,7 +78,14 @@ impl ChunkVectorWriter {
             .map(Path::to_path_buf)
             .unwrap_or_default();
         let vectors = ChunkVectors::open(&dir, Precision::F32, self.dimension, self.written)?;
-        build_doc_graph(&vectors, &dir, chunk_counts, doc_vectors, graph_threads)?;
+        build_doc_graph(
+            &vectors,
+            &dir,
+            chunk_counts,
+            doc_vectors,
+            graph_threads,
+            precision,
+        )?;
         if precision != Precision::F32 {
             vectors.write_as(&dir, precision)?;
             drop(vectors);
@@ -92,9 +100,9 @@ impl ChunkVectorWriter {
 /// 20 nearest documents), and one thread builds such a graph in milliseconds.
 const NODES_PER_GRAPH_THREAD: u64 = 10_000;
 
-/// (Re)builds `DIR/docs.usearch` from `chunks` (decoded rows): one node per chunk keyed by chunk
+/// (Re)builds `DIR/graph.links` from `chunks` (decoded rows): one node per chunk keyed by chunk
 /// id (best chunk), or one per document keyed by ordinal (its first chunk, or the normalised mean
-/// of its chunks).
+/// of its chunks: those are written to `DIR/means.PRECISION`, as the walk scores them).
 ///
 /// Nodes are inserted from `threads` threads (0: one per core; HNSW insertion is most of a large
 /// build), at most one per [`NODES_PER_GRAPH_THREAD`] nodes. With more than one the graph's
@@ -107,6 +115,7 @@ pub(crate) fn build_doc_graph(
     chunk_counts: &[u32],
     doc_vectors: DocVectors,
     threads: usize,
+    precision: Precision,
 ) -> Result<(), IndexError> {
     let graph_path = dir.join(DOC_GRAPH);
     let dimension = chunks.dimension;
@@ -190,9 +199,26 @@ pub(crate) fn build_doc_graph(
         seconds = started.elapsed().as_secs_f64(),
         "document graph built"
     );
-    graph
-        .save(&graph_path.to_string_lossy())
-        .map_err(|e| graph_error(&graph_path, e))
+    let (keys, key_space) = match doc_vectors {
+        DocVectors::BestChunk => ((0..nodes).collect::<Vec<u64>>(), nodes),
+        DocVectors::Mean | DocVectors::Lead => (doc_keys, chunk_counts.len() as u64),
+    };
+    crate::links::write(&graph, &keys, key_space, &graph_path)?;
+    if doc_vectors == DocVectors::Mean {
+        let mut rows = doc_rows.chunks_exact(dimension.max(1));
+        let by_ordinal = chunk_counts.iter().map(|&count| {
+            (count > 0)
+                .then(|| rows.next().map(<[f32]>::to_vec))
+                .flatten()
+                .unwrap_or_else(|| vec![0f32; dimension])
+        });
+        crate::chunk_vectors::write_rows(
+            &dir.join(crate::dense::means_file(precision)),
+            precision,
+            by_ordinal,
+        )?;
+    }
+    Ok(())
 }
 
 /// Document vectors (row-major, documents without chunks skipped): each document's first chunk,

@@ -1,19 +1,24 @@
-//! Searching an index's vectors: the chunk vectors and the document graph, memory-mapped.
+//! Searching an index's vectors: the chunk vectors and the document graph's links, both
+//! memory-mapped, the graph walked over the stored rows.
 
 use std::path::Path;
 
 use crate::IndexError;
 use crate::chunk_vectors::ChunkVectors;
-use crate::dense::{DENSE_DIR, DOC_GRAPH, DenseManifest, DocVectors, graph_error, new_graph};
+use crate::dense::{DENSE_DIR, DOC_GRAPH, DenseManifest, DocVectors, graph_error, means_file};
+use crate::links::Links;
 
 /// The dense part of an open index: the chunk vectors and the document graph, both
 /// memory-mapped from the index directory.
 pub struct DenseIndex {
     manifest: DenseManifest,
     vectors: ChunkVectors,
-    graph: usearch::Index,
-    /// Document of each chunk id (for best-chunk graphs).
-    doc_of_chunk: Vec<u64>,
+    graph: Links,
+    /// A mean graph's node vectors, by document ordinal.
+    means: Option<ChunkVectors>,
+    /// Each document's first chunk id, then the number of chunks: document `d`'s chunks are
+    /// `chunk_start[d]..chunk_start[d + 1]`.
+    chunk_start: Vec<u64>,
 }
 
 impl std::fmt::Debug for DenseIndex {
@@ -38,40 +43,53 @@ impl DenseIndex {
             manifest.dimension,
             manifest.chunk_vectors,
         )?;
-        let graph_path = dir.join(DOC_GRAPH);
-        let graph = new_graph(&graph_path, manifest.dimension, &manifest.quantization)?;
-        graph
-            .view(&graph_path.to_string_lossy())
-            .map_err(|e| graph_error(&graph_path, e))?;
-        graph.change_expansion_search(manifest.hnsw_expansion_search);
-        let nodes = match manifest.doc_vectors {
-            DocVectors::BestChunk => manifest.chunk_vectors as usize,
-            DocVectors::Mean | DocVectors::Lead => chunk_counts.iter().filter(|&&c| c > 0).count(),
-        };
-        if graph.size() != nodes {
-            return Err(graph_error(
-                &graph_path,
-                format!(
-                    "{} nodes, expected {nodes}; rebuild the index",
-                    graph.size()
-                ),
-            ));
+        let mut chunk_start = Vec::with_capacity(chunk_counts.len() + 1);
+        let mut next = 0u64;
+        for &count in chunk_counts {
+            chunk_start.push(next);
+            next += u64::from(count);
         }
-        let mut doc_of_chunk = Vec::with_capacity(manifest.chunk_vectors as usize);
-        for (doc, &count) in chunk_counts.iter().enumerate() {
-            doc_of_chunk.extend(std::iter::repeat_n(doc as u64, count as usize));
-        }
-        if doc_of_chunk.len() as u64 != manifest.chunk_vectors {
+        chunk_start.push(next);
+        if next != manifest.chunk_vectors {
             return Err(graph_error(
                 &dir.join(manifest.chunk_precision.file_name()),
                 "chunk counts disagree with the stored vectors",
             ));
         }
+        let graph_path = dir.join(DOC_GRAPH);
+        let graph = Links::open(&graph_path)?;
+        let (keys, nodes) = match manifest.doc_vectors {
+            DocVectors::BestChunk => (next, next),
+            DocVectors::Mean | DocVectors::Lead => (
+                chunk_counts.len() as u64,
+                chunk_counts.iter().filter(|&&c| c > 0).count() as u64,
+            ),
+        };
+        if graph.nodes() != keys || graph.linked() != nodes {
+            return Err(graph_error(
+                &graph_path,
+                format!(
+                    "{} nodes, expected {nodes} (of {} keys, expected {keys}); rebuild the index",
+                    graph.linked(),
+                    graph.nodes()
+                ),
+            ));
+        }
+        let means = match manifest.doc_vectors {
+            DocVectors::Mean => Some(ChunkVectors::open_file(
+                &dir.join(means_file(manifest.chunk_precision)),
+                manifest.chunk_precision,
+                manifest.dimension,
+                keys,
+            )?),
+            DocVectors::BestChunk | DocVectors::Lead => None,
+        };
         Ok(DenseIndex {
             manifest,
             vectors,
             graph,
-            doc_of_chunk,
+            means,
+            chunk_start,
         })
     }
 
@@ -93,19 +111,22 @@ impl DenseIndex {
         row
     }
 
-    /// The similarity of `query` and graph node `key`, read into `row`.
-    fn node_similarity(&self, query: &[f32], key: u64, row: &mut [f32]) -> Result<f32, IndexError> {
-        let found = self
-            .graph
-            .get(key, row)
-            .map_err(|e| graph_error(Path::new(DOC_GRAPH), e))?;
-        if found == 0 {
-            return Err(graph_error(
-                Path::new(DOC_GRAPH),
-                format!("node {key} is missing from the graph; rebuild the index"),
-            ));
+    /// Asks for graph node `key`'s row to be brought into the caches.
+    fn prefetch_node(&self, key: u64) {
+        match (&self.means, self.manifest.doc_vectors) {
+            (Some(means), _) => means.prefetch(key),
+            (None, DocVectors::Lead) => self.vectors.prefetch(self.chunk_start[key as usize]),
+            (None, _) => self.vectors.prefetch(key),
         }
-        Ok(stillweb_model_core::dot(query, row))
+    }
+
+    /// The similarity of `query` and graph node `key`, from the stored rows.
+    fn node_similarity(&self, query: &[f32], key: u64) -> f32 {
+        match (&self.means, self.manifest.doc_vectors) {
+            (Some(means), _) => means.dot(query, key),
+            (None, DocVectors::Lead) => self.vectors.dot(query, self.chunk_start[key as usize]),
+            (None, _) => self.vectors.dot(query, key),
+        }
     }
 
     /// The `limit` documents of `docs` (ordinal and chunk-id range) most similar to `query`,
@@ -119,7 +140,6 @@ impl DenseIndex {
         docs: impl Iterator<Item = (u64, std::ops::Range<u64>)>,
         limit: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let mut row = vec![0f32; self.vectors.dimension];
         let mut scored = Vec::new();
         for (doc, chunks) in docs {
             if chunks.is_empty() {
@@ -129,9 +149,7 @@ impl DenseIndex {
                 DocVectors::BestChunk => chunks
                     .map(|chunk| self.vectors.dot(query, chunk))
                     .fold(f32::NEG_INFINITY, f32::max),
-                DocVectors::Mean | DocVectors::Lead => {
-                    self.node_similarity(query, doc, &mut row)?
-                }
+                DocVectors::Mean | DocVectors::Lead => self.node_similarity(query, doc),
             };
             scored.push((doc, similarity));
         }
@@ -142,17 +160,14 @@ impl DenseIndex {
 
     /// The `limit` documents nearest to `query` (cosine similarity), best first.
     pub fn search_docs(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        let matches = self
-            .graph
-            .search(query, self.oversample(limit))
-            .map_err(|e| graph_error(Path::new(DOC_GRAPH), e))?;
-        Ok(self.best_docs(&matches, limit))
+        let nodes = self.walk(query, limit, |_| true);
+        Ok(self.best_docs(&nodes, limit))
     }
 
     /// The `limit` documents of `allowed` (ordinals, ascending) nearest to `query`: the graph
-    /// is searched with the filter as its predicate, so the search goes on past the pages the
+    /// is walked with the filter as its predicate, so the search goes on past the pages the
     /// filter drops instead of returning fewer than `limit`, and the pages it finds are scored
-    /// as [`DenseIndex::rank_exactly`] scores them (the graph's own copy of a vector is coarser),
+    /// as [`DenseIndex::rank_exactly`] scores them (all their chunks, not only those walked),
     /// so a filter ranks its pages alike whether it has few (an exact scan) or many.
     pub fn search_docs_among(
         &self,
@@ -160,32 +175,46 @@ impl DenseIndex {
         limit: usize,
         allowed: &[u64],
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let words = allowed.last().map_or(0, |&last| last as usize / 64 + 1);
-        let mut bits = vec![0u64; words];
+        // A bit per graph node (chunk, or document), so the walk's test is one lookup.
+        let mut bits = vec![0u64; self.graph.nodes().div_ceil(64) as usize];
+        let mut set = |key: u64| bits[key as usize / 64] |= 1 << (key % 64);
         for &doc in allowed {
-            bits[doc as usize / 64] |= 1 << (doc % 64);
+            match self.manifest.doc_vectors {
+                DocVectors::BestChunk => self.chunks_of(doc).for_each(&mut set),
+                DocVectors::Mean | DocVectors::Lead => set(doc),
+            }
         }
         let holds = |key: u64| {
-            let doc = self.doc_of(key) as usize;
-            bits.get(doc / 64)
-                .is_some_and(|w| w & (1 << (doc % 64)) != 0)
+            bits.get(key as usize / 64)
+                .is_some_and(|w| w & (1 << (key % 64)) != 0)
         };
-        let matches = self
-            .graph
-            .filtered_search(query, self.oversample(limit), holds)
-            .map_err(|e| graph_error(Path::new(DOC_GRAPH), e))?;
-        let mut docs: Vec<u64> = matches.keys.iter().map(|&k| self.doc_of(k)).collect();
+        let mut docs: Vec<u64> = self
+            .walk(query, limit, holds)
+            .iter()
+            .map(|&(k, _)| self.doc_of(k))
+            .collect();
         docs.sort_unstable();
         docs.dedup();
         let ranges = docs.into_iter().map(|doc| (doc, self.chunks_of(doc)));
         self.rank_exactly(query, ranges, limit)
     }
 
+    /// The graph nodes nearest to `query` among those `allowed` passes, enough for `limit`
+    /// documents.
+    fn walk(&self, query: &[f32], limit: usize, allowed: impl Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        self.graph.search(
+            self.oversample(limit),
+            self.manifest.hnsw_expansion_search,
+            |key| self.node_similarity(query, key),
+            |key| self.prefetch_node(key),
+            allowed,
+        )
+    }
+
     /// The chunk ids of document `doc` (consecutive, in document order).
     fn chunks_of(&self, doc: u64) -> std::ops::Range<u64> {
-        let start = self.doc_of_chunk.partition_point(|&d| d < doc);
-        let end = self.doc_of_chunk.partition_point(|&d| d <= doc);
-        start as u64..end as u64
+        let at = |d: u64| self.chunk_start.get(d as usize).copied().unwrap_or(0);
+        at(doc)..at(doc + 1).max(at(doc))
     }
 
     /// Graph nodes to ask for `limit` documents: a best-chunk graph returns chunks, so three
@@ -202,23 +231,20 @@ impl DenseIndex {
     /// The document graph node `key` stands for.
     fn doc_of(&self, key: u64) -> u64 {
         match self.manifest.doc_vectors {
-            DocVectors::BestChunk => self
-                .doc_of_chunk
-                .get(key as usize)
-                .copied()
-                .unwrap_or(u64::MAX),
+            // The last document starting at or before the chunk (those before it without
+            // chunks start there too).
+            DocVectors::BestChunk => {
+                (self.chunk_start.partition_point(|&start| start <= key) as u64).saturating_sub(1)
+            }
             DocVectors::Mean | DocVectors::Lead => key,
         }
     }
 
-    /// The best `limit` documents of a graph search's matches, each by its best node.
-    fn best_docs(&self, matches: &usearch::ffi::Matches, limit: usize) -> Vec<(u64, f32)> {
+    /// The best `limit` documents of a walk's nodes, each by its best node.
+    fn best_docs(&self, nodes: &[(u64, f32)], limit: usize) -> Vec<(u64, f32)> {
         let mut best: std::collections::HashMap<u64, f32> = std::collections::HashMap::new();
-        for (key, distance) in matches.keys.iter().zip(&matches.distances) {
-            let doc = self.doc_of(*key);
-            // usearch's inner-product distance is 1 - dot: convert back here, once.
-            let similarity = 1.0 - distance;
-            let entry = best.entry(doc).or_insert(f32::NEG_INFINITY);
+        for &(key, similarity) in nodes {
+            let entry = best.entry(self.doc_of(key)).or_insert(f32::NEG_INFINITY);
             *entry = entry.max(similarity);
         }
         let mut out = crate::fusion::sorted(best.into_iter().collect());

@@ -133,7 +133,7 @@ impl SearchIndex {
                     let allowed = self.allowed(&searcher, f.as_ref())?;
                     let exact = match plan {
                         Some(plan) => plan.exact,
-                        None => ranks_exactly(self.chunks_of(&allowed)),
+                        None => ranks_exactly(self.chunks_of(&allowed), self.manifest().chunks),
                     };
                     if exact {
                         dense.rank_exactly(

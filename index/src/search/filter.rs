@@ -28,6 +28,9 @@ pub struct FilterCounts {
     /// Chunks of the pages allowed once required phrases are relaxed to words (counted only
     /// for queries that require phrases).
     pub relaxed_chunks: u64,
+    /// Chunks of the whole index (absent from shards of before it was sent: 0).
+    #[serde(default)]
+    pub total_chunks: u64,
 }
 
 /// The decisions about a filtered query that must be made on the whole corpus's counts.
@@ -48,6 +51,7 @@ impl FilterCounts {
                 pages: a.pages + b.pages,
                 chunks: a.chunks + b.chunks,
                 relaxed_chunks: a.relaxed_chunks + b.relaxed_chunks,
+                total_chunks: a.total_chunks + b.total_chunks,
             })
     }
 
@@ -61,20 +65,26 @@ impl FilterCounts {
         };
         FilterPlan {
             relaxed,
-            exact: ranks_exactly(chunks),
+            exact: ranks_exactly(chunks, self.total_chunks),
         }
     }
 }
 
-/// Whether the dense retriever ranks the pages a filter allows exactly, given their chunks.
-pub fn ranks_exactly(allowed_chunks: u64) -> bool {
-    allowed_chunks <= EXACT_FILTERED_CHUNKS
+/// Whether the dense retriever ranks the pages a filter allows exactly, given their chunks and
+/// the index's. An exact scan reads every allowed chunk's row; a walk of the graph with the
+/// filter as its predicate read, at the server's depth, about [`WALK_ROWS`] rows times the
+/// inverse square root of the share of chunks allowed (at ~1M chunks: 5.4 ms at a third, 20.7 ms
+/// at 4%, against 0.15 µs a row exactly; `benchmarks/dates.sh`). The two cost the same at
+/// `allowed = WALK_ROWS^⅔ · total^⅓`, ~89,000 of ~1M chunks; below it the scan is cheaper and
+/// exact.
+pub fn ranks_exactly(allowed_chunks: u64, total_chunks: u64) -> bool {
+    let total = total_chunks.max(allowed_chunks) as f64;
+    allowed_chunks as f64 <= (WALK_ROWS as f64).powf(2.0 / 3.0) * total.cbrt()
 }
 
-/// A filtered search ranks the allowed pages exactly by their vectors when they have at most this
-/// many chunks (fewer vectors read than the deeper graph search it replaces visits); past it, the
-/// graph is searched further.
-const EXACT_FILTERED_CHUNKS: u64 = 20_000;
+/// Rows an unfiltered walk of the graph reads, in exact-scan rows of cost (measured at ~1M
+/// chunks: ~4 ms at 0.15 µs a row).
+const WALK_ROWS: u64 = 27_000;
 
 impl SearchIndex {
     /// The (local) ordinals of the pages `query`'s filter allows, ascending (no phrase
@@ -89,7 +99,10 @@ impl SearchIndex {
 
     /// This index's counts of `query`'s filter (zeros for a query without operators).
     pub fn filter_counts(&self, query: &ParsedQuery) -> Result<FilterCounts, IndexError> {
-        let mut counts = FilterCounts::default();
+        let mut counts = FilterCounts {
+            total_chunks: self.manifest().chunks,
+            ..FilterCounts::default()
+        };
         let Some(allowed) = self.allowed_pages(query)? else {
             return Ok(counts);
         };

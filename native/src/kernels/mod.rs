@@ -7,14 +7,14 @@
 mod x86;
 #[cfg(target_arch = "x86_64")]
 pub use x86::{
-    amx_available, amx_matmul, attention, avx2_available, avx2_matmul, dequantize, gelu,
-    layer_norm, portable_matmul, quantize_rows, vnni_available, vnni_matmul,
+    amx_available, amx_matmul, attention, avx2_available, avx2_matmul, dequantize, dot_f32_i8,
+    gelu, layer_norm, portable_matmul, prefetch, quantize_rows, vnni_available, vnni_matmul,
 };
 
 #[cfg(not(target_arch = "x86_64"))]
 mod portable;
 #[cfg(not(target_arch = "x86_64"))]
 pub use portable::{
-    amx_available, amx_matmul, attention, avx2_available, avx2_matmul, dequantize, gelu,
-    layer_norm, portable_matmul, quantize_rows, vnni_available, vnni_matmul,
+    amx_available, amx_matmul, attention, avx2_available, avx2_matmul, dequantize, dot_f32_i8,
+    gelu, layer_norm, portable_matmul, prefetch, quantize_rows, vnni_available, vnni_matmul,
 };

@@ -2,8 +2,11 @@
 //! `*_available` say so, so [`crate::gemm::Kernel::detect`] never picks one).
 
 pub use crate::attention::attention;
-pub use crate::int8::{dequantize, portable_matmul, quantize_rows};
+pub use crate::int8::{dequantize, dot_f32_i8, portable_matmul, quantize_rows};
 pub use crate::math::{gelu, layer_norm};
+
+/// A cache hint elsewhere; nothing here.
+pub fn prefetch(_bytes: &[u8]) {}
 
 pub fn amx_available() -> bool {
     false

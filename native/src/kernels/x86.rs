@@ -176,15 +176,15 @@ fn vectors() -> Vectors {
 /// For each kernel body (a safe `#[inline(always)]` function), a public function that runs it
 /// compiled for AVX-512 or AVX2 with FMA where the CPU has them, and as it is elsewhere.
 macro_rules! dispatched {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) => $body:path;)*) => {$(
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:path;)*) => {$(
         $(#[$doc])*
-        pub fn $name($($arg: $ty),*) {
+        pub fn $name($($arg: $ty),*) $(-> $ret)? {
             #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
-            fn avx512($($arg: $ty),*) {
+            fn avx512($($arg: $ty),*) $(-> $ret)? {
                 $body($($arg),*)
             }
             #[target_feature(enable = "avx2,fma")]
-            fn avx2($($arg: $ty),*) {
+            fn avx2($($arg: $ty),*) $(-> $ret)? {
                 $body($($arg),*)
             }
             match vectors() {
@@ -212,6 +212,19 @@ dispatched! {
     fn dequantize(sums: &[i32], row_scales: &[f32], scales: &[f32], bias: &[f32], y: &mut [f32]) => crate::int8::dequantize;
     /// [`crate::int8::portable_matmul`].
     fn portable_matmul(a: &[i8], weights: &[i8], inputs: usize, rows: usize, sums: &mut [i32]) => crate::int8::portable_matmul;
+    /// [`crate::int8::dot_f32_i8`].
+    fn dot_f32_i8(query: &[f32], bytes: &[u8]) -> f32 => crate::int8::dot_f32_i8;
+}
+
+/// Asks the CPU to bring `bytes` into its caches (every 64-byte line), so that a walk over
+/// scattered rows (the index's graph) waits for many of them at once rather than one by one.
+pub fn prefetch(bytes: &[u8]) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    for line in bytes.chunks(64) {
+        // SAFETY: SSE is part of x86-64, and a prefetch is a hint that never faults or reads
+        // into the program: any address is allowed, and this one is inside `bytes`.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+    }
 }
 
 /// True when the CPU runs AVX2 ([`avx2_matmul`]).
