@@ -128,16 +128,9 @@ pub fn build_index_with(
     for index in 0..corpus.sources.len() {
         plans.push(plan_source(corpus, index)?);
     }
-    let tmp = staging_dir(out, options.force)?;
-    let result = build_into(&tmp, corpus, plans, options, embedder);
-    let manifest = match result {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
-    publish(&tmp, out)?;
+    let manifest = stage_and_publish(out, options.force, |tmp| {
+        build_into(tmp, corpus, plans, options, embedder)
+    })?;
     let elapsed = started.elapsed();
     info!(
         path = %out.display(),
@@ -203,7 +196,7 @@ pub fn build_shards(
 /// The temporary directory beside `out` that an index for `out` is built in (`.NAME.tmp-PID`),
 /// to be published with [`publish`]. Refuses an existing `out` unless `force`; removes what
 /// killed builds of the same output left behind.
-pub(crate) fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
+fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
     if out.exists() && !force {
         return Err(IndexError::Exists {
             path: out.to_path_buf(),
@@ -825,9 +818,28 @@ impl Writers<'_> {
     }
 }
 
+/// Writes an index for `out` into a fresh staging directory beside it with `write`, then
+/// publishes it; a failed `write` leaves nothing behind, and `out` as it was.
+pub(crate) fn stage_and_publish<T>(
+    out: &Path,
+    force: bool,
+    write: impl FnOnce(&Path) -> Result<T, IndexError>,
+) -> Result<T, IndexError> {
+    let tmp = staging_dir(out, force)?;
+    let written = match write(&tmp) {
+        Ok(written) => written,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    publish(&tmp, out)?;
+    Ok(written)
+}
+
 /// Writes the finished `tmp` directory's checksums and replaces `out` with it. An existing index
 /// is moved aside first and removed only once the new one is in place.
-pub(crate) fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
+fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
     readable_by_all(tmp)?;
     // Last, over the finished files: what the server checks before it serves them.
     crate::checksums::write(tmp)?;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::build::{publish, staging_dir};
+use crate::build::stage_and_publish;
 use crate::chunk_vectors::{ChunkVectors, Precision, write_rows};
 use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors, means_file};
 use crate::doc_ids::DOC_IDS;
@@ -71,9 +71,8 @@ pub fn revector(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
 
-    let tmp = staging_dir(out, force)?;
-    let result = (|| {
-        link_lexical_part(source, &tmp)?;
+    stage_and_publish(out, force, |tmp| {
+        link_lexical_part(source, tmp)?;
         let source_dense = source.join(DENSE_DIR);
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
@@ -119,14 +118,8 @@ pub fn revector(
         } else {
             vectors.write_as(&dense_dir, precision)?;
         }
-        manifest.write(&tmp)?;
-        crate::checksums::write(&tmp)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    publish(&tmp, out)?;
+        manifest.write(tmp)
+    })?;
     SearchIndex::open(out)?;
     Ok(manifest)
 }
@@ -197,9 +190,8 @@ pub fn upgrade(source: &Path, out: &Path, force: bool) -> Result<IndexManifest, 
         manifest.dense.as_ref(),
         manifest.shard.as_ref().map(|s| s.count),
     );
-    let tmp = staging_dir(out, force)?;
-    let result = (|| {
-        link_lexical_part(source, &tmp)?;
+    stage_and_publish(out, force, |tmp| {
+        link_lexical_part(source, tmp)?;
         if let Some(dense) = &manifest.dense {
             let (from, to) = (source.join(DENSE_DIR), tmp.join(DENSE_DIR));
             std::fs::create_dir_all(&to).map_err(|e| IndexError::io(&to, e))?;
@@ -219,13 +211,8 @@ pub fn upgrade(source: &Path, out: &Path, force: bool) -> Result<IndexManifest, 
             let keys: Vec<u64> = (0..dense.chunk_vectors).collect();
             crate::links::write(&graph, &keys, dense.chunk_vectors, &to.join(DOC_GRAPH))?;
         }
-        manifest.write(&tmp)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    publish(&tmp, out)?;
+        manifest.write(tmp)
+    })?;
     SearchIndex::open(out)?;
     Ok(manifest)
 }
