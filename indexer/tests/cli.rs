@@ -229,6 +229,131 @@ fn failures_say_what_and_leave_nothing_half_built() {
     assert_eq!(scores["gold@1"], 1.0);
 }
 
+/// Writes `documents` small pages as JSON Lines and a manifest naming them; returns the manifest.
+fn write_pages(dir: &Path, name: &str, documents: usize) -> PathBuf {
+    use std::io::Write;
+    let data = dir.join(format!("{name}.jsonl"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&data).expect("create"));
+    for i in 0..documents {
+        writeln!(
+            out,
+            "{{\"id\": \"{i}\", \"url\": \"https://{name}.example/{i}\", \"title\": \"Page {i}\", \"text\": \"Page {i} of {name} is about topic {}. It has a second sentence on subject {}. And a third about item {}.\"}}",
+            i % 97,
+            i % 89,
+            i % 83
+        )
+        .expect("write");
+    }
+    out.flush().expect("flush");
+    let manifest = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &manifest,
+        format!("name = \"{name}\"\n[[source]]\nformat = \"jsonl\"\npath = \"{name}.jsonl\"\n"),
+    )
+    .expect("write");
+    manifest
+}
+
+/// What a build left beside its output: staging directories and indexes moved aside.
+fn leftovers(parent: &Path) -> Vec<String> {
+    std::fs::read_dir(parent)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-") || n.contains(".old-"))
+        .collect()
+}
+
+#[test]
+fn a_build_killed_at_any_point_leaves_the_old_index_whole_and_the_next_build_clean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = write_pages(dir.path(), "small", 50);
+    let large = write_pages(dir.path(), "large", 60_000);
+    let out = dir.path().join("index");
+    let build = |manifest: &Path| {
+        vec![
+            "build".to_string(),
+            "--no-dense".into(),
+            "--force".into(),
+            "--manifest".into(),
+            path_str(manifest).into(),
+            "--out".into(),
+            path_str(&out).into(),
+        ]
+    };
+    let documents = |out: &Path| -> u64 {
+        let verified = indexer(&["verify", "--index", path_str(out)]);
+        assert!(verified.status.success(), "{verified:?}");
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+                .expect("manifest JSON");
+        manifest["documents"].as_u64().expect("documents")
+    };
+    let args = build(&small);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    json(&indexer(&args));
+    assert_eq!(documents(&out), 50);
+
+    // SIGKILL a rebuild over it at points spread through its run: as soon as it stages, then
+    // later and later. Whenever it dies, `out` is a whole index (the old one, or the new one once
+    // published), never a mix.
+    let mut full_run = None;
+    for delay_ms in [0u64, 150, 400, 900, 1_600, 2_500, 4_000] {
+        let started = std::time::Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stillweb-indexer"))
+            .args(build(&large))
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn stillweb-indexer");
+        let staging = dir.path().join(format!(".index.tmp-{}", child.id()));
+        while !staging.exists() && child.try_wait().expect("wait").is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let status = child.wait().expect("wait");
+        let got = documents(&out);
+        assert!(
+            got == 50 || got == 60_000,
+            "killed after {delay_ms} ms: {got} documents"
+        );
+        if status.success() {
+            full_run = Some(started.elapsed());
+            break;
+        }
+    }
+    eprintln!("a full build of 60000 pages took {full_run:?} (None: killed every time)");
+
+    // The next build clears what the killed ones left and publishes in full.
+    let args = build(&large);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    json(&indexer(&args));
+    assert_eq!(documents(&out), 60_000);
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+
+    // Killed between moving the old index aside and renaming the new one in (where the
+    // filesystem cannot swap them atomically): the next build puts the old index back first, so
+    // it refuses to replace it without --force.
+    let aside = dir.path().join(".index.old-4194304999");
+    std::fs::rename(&out, &aside).expect("move aside");
+    let refused = indexer(&[
+        "build",
+        "--no-dense",
+        "--manifest",
+        path_str(&small),
+        "--out",
+        path_str(&out),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("pass --force"),
+        "{refused:?}"
+    );
+    assert_eq!(documents(&out), 60_000);
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+}
+
 #[test]
 fn opening_a_missing_index_says_how_to_build_one() {
     let output = indexer(&[

@@ -18,7 +18,8 @@ use stillweb_corpus::chunk::{Chunk, ChunkerConfig, chunk_text};
 use stillweb_corpus::ingest::{self, Item, SourceContext, derive_title};
 use stillweb_corpus::manifest::{CorpusManifest, sha256_file, source_digest};
 use stillweb_corpus::url_norm::{host_of, normalize_url};
-use tantivy::{Index, IndexWriter, TantivyDocument};
+use tantivy::store::{Compressor, ZstdCompressor};
+use tantivy::{Index, IndexSettings, IndexWriter, TantivyDocument};
 use tracing::{info, warn};
 
 use crate::IndexError;
@@ -197,11 +198,6 @@ pub fn build_shards(
 /// to be published with [`publish`]. Refuses an existing `out` unless `force`; removes what
 /// killed builds of the same output left behind.
 fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
-    if out.exists() && !force {
-        return Err(IndexError::Exists {
-            path: out.to_path_buf(),
-        });
-    }
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -210,30 +206,54 @@ fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
     let name = out
         .file_name()
         .map_or("index".into(), |n| n.to_string_lossy().into_owned());
-    remove_abandoned_builds(parent, &name);
-    Ok(parent.join(format!(".{name}.tmp-{}", std::process::id())))
+    let out = parent.join(&name);
+    remove_abandoned_builds(parent, &name, &out);
+    if out.exists() && !force {
+        return Err(IndexError::Exists { path: out });
+    }
+    Ok(sibling(&out, "tmp", std::process::id()))
 }
 
-/// Removes temporary directories that earlier builds of the same output left when they were
-/// killed (`.NAME.tmp-PID` whose process is gone), so interrupted builds do not pile up.
-fn remove_abandoned_builds(parent: &Path, name: &str) {
-    let prefix = format!(".{name}.tmp-");
+/// `.NAME.KIND-PID` beside `out`: a build's staging directory (`tmp`), or an index it moved
+/// aside while publishing (`old`).
+fn sibling(out: &Path, kind: &str, pid: u32) -> PathBuf {
+    let name = out
+        .file_name()
+        .map_or("index".into(), |n| n.to_string_lossy().into_owned());
+    out.with_file_name(format!(".{name}.{kind}-{pid}"))
+}
+
+/// Clears what earlier builds of `out` left when they were killed (directories of processes that
+/// are gone): staging directories are removed, and an index moved aside while publishing is put
+/// back if `out` is missing (removed otherwise), so interrupted builds neither pile up nor lose
+/// the index they were replacing.
+fn remove_abandoned_builds(parent: &Path, name: &str, out: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
-    for entry in entries.filter_map(Result::ok) {
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file_name
-            .strip_prefix(&prefix)
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some((kind, pid)) = file_name.as_deref().and_then(|f| {
+            let rest = f.strip_prefix(&format!(".{name}."))?;
+            let (kind, pid) = rest.split_once('-')?;
+            Some((kind.to_string(), pid.parse::<u32>().ok()?))
+        }) else {
             continue;
         };
         let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
-        if !alive {
-            info!(path = %entry.path().display(), "removing an abandoned build directory");
-            let _ = std::fs::remove_dir_all(entry.path());
+        if alive || !(kind == "tmp" || kind == "old") {
+            continue;
         }
+        if kind == "old" && !out.exists() {
+            info!(path = %path.display(), "restoring the index an interrupted build had moved aside");
+            if std::fs::rename(&path, out).is_ok() {
+                continue;
+            }
+        }
+        info!(path = %path.display(), "removing an abandoned build directory");
+        let _ = std::fs::remove_dir_all(&path);
     }
 }
 
@@ -384,9 +404,26 @@ impl DenseBuild<'_> {
     }
 }
 
+/// Stored text (titles, URLs, full pages for visits) is most of the document index's bytes, and
+/// a served index keeps the pages it reads mapped: zstd in 32 KiB blocks stores it in about 40%
+/// less than tantivy's default LZ4 in 16 KiB blocks, for a few microseconds more a fetched result.
+/// The compressor is recorded per store, so indexes built with LZ4 stay readable.
+fn store_settings() -> IndexSettings {
+    IndexSettings {
+        docstore_compression: Compressor::Zstd(ZstdCompressor {
+            compression_level: Some(3),
+        }),
+        docstore_blocksize: 32 * 1024,
+        ..IndexSettings::default()
+    }
+}
+
 fn create_index(dir: &Path, schema: tantivy::schema::Schema) -> Result<Index, IndexError> {
     std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
-    let index = Index::create_in_dir(dir, schema)?;
+    let index = Index::builder()
+        .schema(schema)
+        .settings(store_settings())
+        .create_in_dir(dir)?;
     index.tokenizers().register(ANALYZER, english());
     Ok(index)
 }
@@ -838,31 +875,33 @@ pub(crate) fn stage_and_publish<T>(
 }
 
 /// Writes the finished `tmp` directory's checksums and replaces `out` with it. An existing index
-/// is moved aside first and removed only once the new one is in place.
+/// is swapped with the new one in one atomic step (`renameat2(RENAME_EXCHANGE)`), so a build
+/// killed at any moment leaves `out` whole, old or new; the old one, now at `tmp`, is removed
+/// after. Where the filesystem cannot swap, the old index is moved aside first, and a build
+/// killed between the two renames has it put back by the next build of `out`.
 fn publish(tmp: &Path, out: &Path) -> Result<(), IndexError> {
     readable_by_all(tmp)?;
     // Last, over the finished files: what the server checks before it serves them.
     crate::checksums::write(tmp)?;
-    let old = out.with_file_name(format!(
-        ".{}.old-{}",
-        out.file_name()
-            .map_or("index".into(), |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
-    let had_old = out.exists();
-    if had_old {
-        std::fs::rename(out, &old).map_err(|e| IndexError::io(out, e))?;
+    if !out.exists() {
+        return std::fs::rename(tmp, out).map_err(|e| IndexError::io(out, e));
     }
+    if exchange(tmp, out).is_ok() {
+        return std::fs::remove_dir_all(tmp).map_err(|e| IndexError::io(tmp, e));
+    }
+    let old = sibling(out, "old", std::process::id());
+    std::fs::rename(out, &old).map_err(|e| IndexError::io(out, e))?;
     if let Err(e) = std::fs::rename(tmp, out) {
-        if had_old {
-            let _ = std::fs::rename(&old, out);
-        }
+        let _ = std::fs::rename(&old, out);
         return Err(IndexError::io(out, e));
     }
-    if had_old {
-        std::fs::remove_dir_all(&old).map_err(|e| IndexError::io(&old, e))?;
-    }
-    Ok(())
+    std::fs::remove_dir_all(&old).map_err(|e| IndexError::io(&old, e))
+}
+
+/// Atomically swaps two paths of one filesystem (Linux `renameat2` with `RENAME_EXCHANGE`).
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
 }
 
 /// Makes every file under `dir` readable by everyone. An index is a read-only artifact that is
