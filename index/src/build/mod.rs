@@ -203,11 +203,8 @@ fn staging_dir(out: &Path, force: bool) -> Result<PathBuf, IndexError> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
-    let name = out
-        .file_name()
-        .map_or("index".into(), |n| n.to_string_lossy().into_owned());
-    let out = parent.join(&name);
-    remove_abandoned_builds(parent, &name, &out);
+    let out = parent.join(out.file_name().unwrap_or("index".as_ref()));
+    remove_abandoned_builds(&out);
     if out.exists() && !force {
         return Err(IndexError::Exists { path: out });
     }
@@ -227,10 +224,15 @@ fn sibling(out: &Path, kind: &str, pid: u32) -> PathBuf {
 /// are gone): staging directories are removed, and an index moved aside while publishing is put
 /// back if `out` is missing (removed otherwise), so interrupted builds neither pile up nor lose
 /// the index they were replacing.
-fn remove_abandoned_builds(parent: &Path, name: &str, out: &Path) {
+fn remove_abandoned_builds(out: &Path) {
+    let (Some(parent), Some(name)) = (out.parent(), out.file_name()) else {
+        return;
+    };
+    let name = name.to_string_lossy();
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
+    // Sorted, so that of several moved-aside indexes the same one is restored every time.
     let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
     entries.sort();
     for path in entries {
@@ -405,8 +407,9 @@ impl DenseBuild<'_> {
 }
 
 /// Stored text (titles, URLs, full pages for visits) is most of the document index's bytes, and
-/// a served index keeps the pages it reads mapped: zstd in 32 KiB blocks stores it in about 40%
-/// less than tantivy's default LZ4 in 16 KiB blocks, for a few microseconds more a fetched result.
+/// a served index keeps the pages it reads mapped: with zstd in 32 KiB blocks instead of
+/// tantivy's default LZ4 in 16 KiB blocks, the document index of the 971k-chunk bench corpus went
+/// from 422 to 302 MB, for more CPU per fetched block.
 /// The compressor is recorded per store, so indexes built with LZ4 stay readable.
 fn store_settings() -> IndexSettings {
     IndexSettings {
