@@ -70,6 +70,13 @@ pub trait Embedder: Send {
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
     /// Embeds passages to index.
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError>;
+    /// Another embedder over the same weights in memory, for another thread, where the engine
+    /// can share them (the native engine's are read-only once loaded); `None`: load another
+    /// copy. A server with one embedder per search thread otherwise held a copy of the weights
+    /// per thread (MiniLM-L6's f32 word table alone is 47 MB).
+    fn share(&self) -> Option<Box<dyn Embedder>> {
+        None
+    }
 }
 
 /// A boxed embedder is an embedder (what [`load_embedder`] returns plugs in anywhere).
@@ -88,6 +95,9 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
     fn embed_documents(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         (**self).embed_documents(texts)
+    }
+    fn share(&self) -> Option<Box<dyn Embedder>> {
+        (**self).share()
     }
 }
 

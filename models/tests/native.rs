@@ -102,6 +102,14 @@ fn kernels_threads_and_batching_give_identical_vectors() {
         batched,
         bits(one.embed_documents(&refs).expect("one thread"))
     );
+    // A copy sharing the weights (a server's other search threads) computes the same, while
+    // the first is still in use.
+    let mut shared = two.share().expect("the native engine shares its weights");
+    assert_eq!(
+        batched,
+        bits(shared.embed_documents(&refs).expect("shared copy"))
+    );
+    assert_eq!(batched, bits(two.embed_documents(&refs).expect("after")));
     let kernel = Kernel::detect();
     if kernel != Kernel::Portable {
         let mut portable = native(2, Kernel::Portable).expect("portable");

@@ -23,6 +23,7 @@ mod rerank;
 mod run;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use tokenizers::Tokenizer;
 
@@ -109,7 +110,8 @@ fn workspaces(threads: usize) -> Vec<Workspace> {
 pub struct NativeEmbedder {
     config: ModelConfig,
     tokenizer: Tokenizer,
-    bert: Bert,
+    /// Read-only once loaded, so copies for other threads share it ([`Embedder::share`]).
+    bert: Arc<Bert>,
     kernel: Kernel,
     workspaces: Vec<Workspace>,
 }
@@ -155,7 +157,7 @@ impl NativeEmbedder {
         Ok(NativeEmbedder {
             config,
             tokenizer,
-            bert,
+            bert: Arc::new(bert),
             kernel,
             workspaces: workspaces(threads),
         })
@@ -191,6 +193,16 @@ impl Embedder for NativeEmbedder {
 
     fn engine(&self) -> &str {
         "native-int8"
+    }
+
+    fn share(&self) -> Option<Box<dyn Embedder>> {
+        Some(Box::new(NativeEmbedder {
+            config: self.config.clone(),
+            tokenizer: self.tokenizer.clone(),
+            bert: Arc::clone(&self.bert),
+            kernel: self.kernel,
+            workspaces: workspaces(self.workspaces.len()),
+        }))
     }
 
     fn embed_queries(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {

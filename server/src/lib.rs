@@ -337,11 +337,11 @@ fn verify_checksums(dir: &std::path::Path) -> anyhow::Result<()> {
 /// thread, lent to the search thread that embeds (no hop to a model thread: on SciFact, ~25% more
 /// searches/s at 8 and 32 clients than model threads of its own, BENCHMARKS.md), with concurrent
 /// queries gathered into one call by `--embed-batch-queries`. With a single copy the other
-/// search threads idled in line behind it.
+/// search threads idled in line behind it. The copies share one set of weights where the engine
+/// allows ([`stillweb_models::Embedder::share`]).
 fn load_query_embedder(config: &Config) -> anyhow::Result<Option<EmbedWorker>> {
-    let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = Vec::new();
-    for _ in 0..config.search_threads.max(1) {
-        let model = load_embedder(
+    let load = || {
+        load_embedder(
             &config.embedder,
             config.engine,
             config.provider,
@@ -352,8 +352,15 @@ fn load_query_embedder(config: &Config) -> anyhow::Result<Option<EmbedWorker>> {
                 "loading the query embedder from {}",
                 config.embedder.display()
             )
-        })?;
-        copies.push(model);
+        })
+    };
+    let mut copies: Vec<Box<dyn stillweb_models::Embedder>> = vec![load()?];
+    while copies.len() < config.search_threads.max(1) {
+        let copy = match copies[0].share() {
+            Some(shared) => shared,
+            None => load()?,
+        };
+        copies.push(copy);
     }
     info!(model = copies[0].model_id(), provider = %config.provider, sessions = copies.len(),
         batch = ?config.embed_batch, "query embedder loaded");
