@@ -4,7 +4,11 @@
 # shared with the page cache and dropped under pressure), sampled every 0.2 s, plus the kernel's
 # own VmHWM at the end. Usage: benchmarks/peak-rss.sh COMMAND [ARGS...]; the report goes to stderr
 # as one line: `peak VmRSS=… MiB RssAnon=… MiB RssFile=… MiB VmHWM=… MiB wall=… s rc=…`.
+# With PEAK_RSS_TRACE=FILE, every sample too (seconds, VmRSS, RssAnon, RssFile in MiB), to line up
+# with the command's log and see which phase holds the peak.
 set -u
+trace=${PEAK_RSS_TRACE:-/dev/null}
+: > "$trace"
 "$@" &
 pid=$!
 start=$(date +%s.%N)
@@ -16,6 +20,8 @@ while kill -0 "$pid" 2>/dev/null; do
     (( anon > max_anon )) && max_anon=$anon
     (( file > max_file )) && max_file=$file
     (( h > hwm )) && hwm=$h
+    printf '%.1f\t%d\t%d\t%d\n' "$(echo "$(date +%s.%N) - $start" | bc)" $((rss / 1024)) \
+      $((anon / 1024)) $((file / 1024)) >> "$trace"
   fi
   sleep 0.2
 done

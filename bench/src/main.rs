@@ -238,6 +238,7 @@ fn main() -> anyhow::Result<()> {
                     "chunks": count(|m| m.chunks),
                     "distinct_sentences_embedded": composed.sentences(),
                     "passages_composed": composed.passages,
+                    "sentence_cache_mib": composed.cache_bytes() >> 20,
                     "vectors": "chunk = normalised mean of its sentences' MiniLM vectors",
                 })
             );

@@ -517,7 +517,20 @@ fn build_into(
     {
         return Err(below.conflict(&stream.held_below));
     }
-    let dense = match writers.dense.take() {
+    // The text indexes are finished first, so that their indexing buffers (up to
+    // `writer_memory_bytes` each) are freed before the graph, the build's largest allocation,
+    // is built: the peak is the larger of the two phases, not their sum.
+    let dense_build = writers.dense.take();
+    writers.ids.finish()?;
+    if options.shard.is_some() {
+        GlobalOrds::write(tmp, &stream.kept)?;
+    }
+    writers.docs.commit()?;
+    writers.chunks.commit()?;
+    let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
+    merge_to_one_segment(&doc_index, writers.docs)?;
+    merge_to_one_segment(&chunk_index, writers.chunks)?;
+    let dense = match dense_build {
         Some(mut build) => {
             build.flush()?;
             if let Some(reuse) = &build.reuse {
@@ -555,15 +568,6 @@ fn build_into(
         }
         None => None,
     };
-    writers.ids.finish()?;
-    if options.shard.is_some() {
-        GlobalOrds::write(tmp, &stream.kept)?;
-    }
-    writers.docs.commit()?;
-    writers.chunks.commit()?;
-    let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
-    merge_to_one_segment(&doc_index, writers.docs)?;
-    merge_to_one_segment(&chunk_index, writers.chunks)?;
 
     let duplicates = sources
         .iter()
