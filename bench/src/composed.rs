@@ -41,8 +41,7 @@ impl<E: Embedder> SentenceComposed<E> {
     /// is never touched) and their map (a slot is its entry and a control byte): a scale build's
     /// peak includes it, a real build has no such cache.
     pub fn cache_bytes(&self) -> usize {
-        self.vectors.len() * size_of::<f32>()
-            + self.rows.capacity() * (size_of::<(u64, u32)>() + 1)
+        self.vectors.len() * size_of::<f32>() + self.rows.capacity() * (size_of::<(u64, u32)>() + 1)
     }
 }
 
