@@ -27,9 +27,7 @@ first=$(echo "$(date +%s.%N) - $started" | bc)
 "$bin/stillweb-loadtest" --target "$url" --queries "$queries" --out "$out/closed-8" \
   --server-pid "$pid" --workload search --concurrency 8 --duration "$seconds" --warmup 10 \
   --seed 1 > /dev/null
-read -r rss file anon < <(awk '/^VmRSS|^RssFile|^RssAnon/ {v[$1] = $2}
-  END {printf "%.0f %.0f %.0f\n", v["VmRSS:"] / 1024, v["RssFile:"] / 1024, v["RssAnon:"] / 1024}' \
-  "/proc/$pid/status")
+read -r rss file anon < <(resident_mib "$pid")
 # Resident KiB per mapped file (the index's files, the model, the binary) and anonymous memory.
 awk '/^[0-9a-f]+-[0-9a-f]+ / {name = NF >= 6 ? $6 : "[anonymous]"} /^Rss:/ {kib[name] += $2}
   END {for (n in kib) if (kib[n] >= 1024) printf "%d\t%s\n", kib[n] / 1024, n}' \

@@ -34,9 +34,7 @@ for precision in f32 f16 i8; do
     "$bin/stillweb-loadtest" --target "$url" --queries "$queries" --out "$out/$precision-$run" \
       --server-pid "$pid" --workload search --concurrency 8 --duration "$duration" --seed 1 > /dev/null
   done
-  memory=$(awk '/^VmRSS|^RssFile|^RssAnon/ {v[$1] = $2}
-    END {printf "%.0f %.0f %.0f", v["VmRSS:"] / 1024, v["RssFile:"] / 1024, v["RssAnon:"] / 1024}' \
-    "/proc/$pid/status")
+  memory=$(resident_mib "$pid")
   kill "$pid"
   wait "$pid" 2> /dev/null || true
   bytes=$(du -sbL "$dir" | cut -f1)

@@ -30,6 +30,14 @@ start_with() {
   exit 1
 }
 
+# resident_mib PID: prints the process's VmRSS, RssFile (mapped files: the index, shared with the
+# page cache) and RssAnon (private), in MiB, on one line.
+resident_mib() {
+  awk '/^VmRSS|^RssFile|^RssAnon/ {v[$1] = $2}
+    END {printf "%.0f %.0f %.0f\n", v["VmRSS:"] / 1024, v["RssFile:"] / 1024, v["RssAnon:"] / 1024}' \
+    "/proc/$1/status"
+}
+
 # plain_queries QUERIES DIR: prints a file of one query per line: QUERIES itself, or for a BEIR
 # queries.jsonl, DIR/queries.txt written from its "text" fields.
 plain_queries() {
