@@ -67,6 +67,9 @@ enum Command {
         /// How chunk vectors are stored: f32, f16 or i8.
         #[arg(long, default_value_t = stillweb_index::BuildOptions::default().chunk_precision)]
         chunk_vectors: stillweb_index::chunk_vectors::Precision,
+        /// Nodes per document graph segment at most (the graph's share of the build's peak).
+        #[arg(long, default_value_t = stillweb_index::BuildOptions::default().graph_segment_nodes)]
+        graph_segment_nodes: u64,
         #[arg(long)]
         force: bool,
         /// Build a set of N shards (`--out/shard-I`, finalized) instead of one index.
@@ -189,6 +192,7 @@ fn main() -> anyhow::Result<()> {
             model_threads,
             doc_vectors,
             chunk_vectors,
+            graph_segment_nodes,
             force,
             shards,
             shard,
@@ -207,6 +211,7 @@ fn main() -> anyhow::Result<()> {
                 force,
                 doc_vectors,
                 chunk_precision: chunk_vectors,
+                graph_segment_nodes,
                 ..Default::default()
             };
             let reports = match shards {

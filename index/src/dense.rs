@@ -116,6 +116,11 @@ impl DenseManifest {
 /// chooses are walked over the stored rows (benchmarks/HISTORY.md, ANN).
 pub const GRAPH_QUANTIZATION: &str = "i8";
 
+/// Nodes a document graph segment holds at most, by default: usearch builds a segment in memory
+/// at about 0.66 KiB a node, so about 170 MiB of a build's peak; a search walks every segment, so
+/// fewer, larger ones search faster (`benchmarks/HISTORY.md`, graph segments).
+pub const GRAPH_SEGMENT_NODES: u64 = 1 << 18;
+
 /// The HNSW settings of every document graph, storing vectors as `quantization` (`f32`, `f16`
 /// or `i8`, as an index manifest records it).
 pub fn graph_options(dimension: usize, quantization: &str) -> Result<IndexOptions, String> {

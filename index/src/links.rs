@@ -3,23 +3,31 @@
 //! vector is stored once — the rows stage 2 already reads ([`crate::chunk_vectors`]) — and the
 //! walk scores nodes from those rows, memory-mapped like everything else a query touches.
 //!
-//! The file, little-endian:
+//! A large graph is built as segments, each an HNSW graph over a range of the keys (as a Lucene
+//! index holds a graph per segment): usearch builds a graph in memory, so one graph per index
+//! made a build's peak grow with the corpus, while a segment's is bounded by its size. A search
+//! walks every segment and keeps the best.
+//!
+//! The file, little-endian: one segment as `SEGMENT`, or several as
+//! `b"SWLINKS2"  keys: u64  segments: u64` followed by each segment's `base: u64` (its first key)
+//! and `SEGMENT` over keys `base..base + nodes`, the segments in key order, covering every key.
 //!
 //! ```text
+//! SEGMENT:
 //! b"SWLINKS1"  nodes: u64  levels: u32  linked: u32  entry: u64
 //! level 0:     offsets: u64 × (nodes + 1)          edges: u32 × offsets[nodes]
 //! level l ≥ 1: members: u64  keys: u32 × members (ascending)
 //!              offsets: u64 × (members + 1)        edges: u32 × offsets[members]
 //! ```
 //!
-//! Node keys are `0..nodes`; a key that is no node (a document without chunks) has no links and
-//! no link leads to it. The walk is HNSW's: a greedy descent from `entry` through the upper
-//! levels, then a best-first beam of `ef` at level 0.
+//! A segment's keys are local, `0..nodes`; a key that is no node (a document without chunks)
+//! has no links and no link leads to it. The walk is HNSW's: a greedy descent from `entry`
+//! through the upper levels, then a best-first beam of `ef` at level 0.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tantivy::directory::OwnedBytes;
 
@@ -27,6 +35,7 @@ use crate::IndexError;
 use crate::dense::graph_error;
 
 const MAGIC: &[u8; 8] = b"SWLINKS1";
+const SEGMENTED_MAGIC: &[u8; 8] = b"SWLINKS2";
 const HEADER: usize = 32;
 
 /// One level's adjacency: the byte offsets of its member keys (upper levels), offsets and edges.
@@ -39,20 +48,28 @@ struct Level {
     edges: usize,
 }
 
-/// A memory-mapped `graph.links`.
-pub(crate) struct Links {
-    bytes: OwnedBytes,
+/// One segment's graph: its keys are `base..base + nodes`, stored as `0..nodes`.
+#[derive(Debug)]
+struct Segment {
+    base: u64,
     nodes: u64,
     linked: u64,
     entry: u64,
     levels: Vec<Level>,
 }
 
+/// A memory-mapped `graph.links`.
+pub(crate) struct Links {
+    bytes: OwnedBytes,
+    nodes: u64,
+    segments: Vec<Segment>,
+}
+
 impl std::fmt::Debug for Links {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Links")
             .field("nodes", &self.nodes)
-            .field("levels", &self.levels.len())
+            .field("segments", &self.segments.len())
             .finish()
     }
 }
@@ -67,91 +84,171 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// Writes the links of `graph` (whose keys are `keys`, all below `nodes`) to `path`, through a
-/// temporary file renamed when complete.
+/// Writes the links of `graph` (whose keys are `keys`, all below `nodes`) to `path` as one
+/// segment.
 pub(crate) fn write(
     graph: &usearch::Index,
     keys: &[u64],
     nodes: u64,
     path: &Path,
 ) -> Result<(), IndexError> {
-    if nodes > u64::from(u32::MAX) {
-        return Err(graph_error(
-            path,
-            format!("{nodes} nodes; a graph holds at most 2^32 - 1 (shard the index)"),
-        ));
-    }
-    let level_of: Vec<usize> = keys.iter().map(|&k| graph.level_of_key(k)).collect();
-    let top = level_of.iter().copied().max().unwrap_or(0);
-    // The first key on the top level, so that two exports of one graph are identical.
-    let entry = keys
-        .iter()
-        .zip(&level_of)
-        .find(|&(_, &l)| l == top)
-        .map_or(0, |(&k, _)| k);
-    let partial = path.with_extension("links.partial");
-    let file = std::fs::File::create(&partial).map_err(|e| IndexError::io(&partial, e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let mut put = |bytes: &[u8]| {
-        out.write_all(bytes)
-            .map_err(|e| IndexError::io(&partial, e))
-    };
-    put(MAGIC)?;
-    put(&nodes.to_le_bytes())?;
-    put(&(top as u32 + 1).to_le_bytes())?;
-    put(&(keys.len() as u32).to_le_bytes())?;
-    put(&entry.to_le_bytes())?;
-    let mut neighbours = Vec::new();
-    for level in 0..=top {
-        // Level 0 lists every key (a missing one has no links); upper levels, their members.
-        let members: Vec<u64> = if level == 0 {
-            (0..nodes).collect()
-        } else {
-            let mut m: Vec<u64> = keys
-                .iter()
-                .zip(&level_of)
-                .filter(|&(_, &l)| l >= level)
-                .map(|(&k, _)| k)
-                .collect();
-            m.sort_unstable();
-            put(&(m.len() as u64).to_le_bytes())?;
-            for &k in &m {
-                put(&(k as u32).to_le_bytes())?;
-            }
-            m
+    let mut writer = LinksWriter::create(path, nodes, 1)?;
+    writer.append(graph, keys, 0..nodes)?;
+    writer.finish()
+}
+
+/// Writes a graph's segments one after another, so only the one being built is in memory,
+/// through a temporary file renamed when the last is written.
+pub(crate) struct LinksWriter {
+    path: PathBuf,
+    partial: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    nodes: u64,
+    segments: u64,
+    written: u64,
+    next_base: u64,
+}
+
+impl LinksWriter {
+    /// A file for a graph over keys `0..nodes` in `segments` segments.
+    pub(crate) fn create(path: &Path, nodes: u64, segments: u64) -> Result<Self, IndexError> {
+        let partial = path.with_extension("links.partial");
+        let file = std::fs::File::create(&partial).map_err(|e| IndexError::io(&partial, e))?;
+        let mut writer = LinksWriter {
+            path: path.to_path_buf(),
+            partial,
+            out: std::io::BufWriter::with_capacity(1 << 20, file),
+            nodes,
+            segments,
+            written: 0,
+            next_base: 0,
         };
-        let mut edges = Vec::new();
-        let mut offset = 0u64;
-        put(&offset.to_le_bytes())?;
-        for &key in &members {
-            neighbours.clear();
-            neighbours.extend(graph.neighbors(key, level));
-            for &n in &neighbours {
-                if n >= nodes {
-                    return Err(graph_error(
-                        path,
-                        format!("node {key} links to {n}, past the {nodes} nodes"),
-                    ));
-                }
-                edges.push(n as u32);
-            }
-            offset += neighbours.len() as u64;
-            put(&offset.to_le_bytes())?;
+        if segments != 1 {
+            writer.put(SEGMENTED_MAGIC)?;
+            writer.put(&nodes.to_le_bytes())?;
+            writer.put(&segments.to_le_bytes())?;
         }
-        for e in edges {
-            put(&e.to_le_bytes())?;
-        }
+        Ok(writer)
     }
-    out.into_inner()
-        .map_err(|e| IndexError::io(&partial, e.into_error()))?
-        .sync_all()
-        .map_err(|e| IndexError::io(&partial, e))?;
-    std::fs::rename(&partial, path).map_err(|e| IndexError::io(path, e))
+
+    fn put(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
+        self.out
+            .write_all(bytes)
+            .map_err(|e| IndexError::io(&self.partial, e))
+    }
+
+    /// Appends the segment over keys `range` (the next ones): `graph`'s keys are `keys`, local
+    /// to the range (key `k` stands for `range.start + k`).
+    pub(crate) fn append(
+        &mut self,
+        graph: &usearch::Index,
+        keys: &[u64],
+        range: std::ops::Range<u64>,
+    ) -> Result<(), IndexError> {
+        let path = self.path.clone();
+        if range.start != self.next_base || range.end > self.nodes || self.written == self.segments
+        {
+            return Err(graph_error(
+                &path,
+                format!(
+                    "segment {range:?} after {} of {} segments ending at {} of {} keys",
+                    self.written, self.segments, self.next_base, self.nodes
+                ),
+            ));
+        }
+        let nodes = range.end - range.start;
+        if nodes > u64::from(u32::MAX) {
+            return Err(graph_error(
+                &path,
+                format!("{nodes} nodes; a graph segment holds at most 2^32 - 1"),
+            ));
+        }
+        if self.segments != 1 {
+            self.put(&range.start.to_le_bytes())?;
+        }
+        let level_of: Vec<usize> = keys.iter().map(|&k| graph.level_of_key(k)).collect();
+        let top = level_of.iter().copied().max().unwrap_or(0);
+        // The first key on the top level, so that two exports of one graph are identical.
+        let entry = keys
+            .iter()
+            .zip(&level_of)
+            .find(|&(_, &l)| l == top)
+            .map_or(0, |(&k, _)| k);
+        self.put(MAGIC)?;
+        self.put(&nodes.to_le_bytes())?;
+        self.put(&(top as u32 + 1).to_le_bytes())?;
+        self.put(&(keys.len() as u32).to_le_bytes())?;
+        self.put(&entry.to_le_bytes())?;
+        let mut neighbours = Vec::new();
+        for level in 0..=top {
+            // Level 0 lists every key (a missing one has no links); upper levels, their members.
+            let members: Vec<u64> = if level == 0 {
+                (0..nodes).collect()
+            } else {
+                let mut m: Vec<u64> = keys
+                    .iter()
+                    .zip(&level_of)
+                    .filter(|&(_, &l)| l >= level)
+                    .map(|(&k, _)| k)
+                    .collect();
+                m.sort_unstable();
+                self.put(&(m.len() as u64).to_le_bytes())?;
+                for &k in &m {
+                    self.put(&(k as u32).to_le_bytes())?;
+                }
+                m
+            };
+            let mut edges = Vec::new();
+            let mut offset = 0u64;
+            self.put(&offset.to_le_bytes())?;
+            for &key in &members {
+                neighbours.clear();
+                neighbours.extend(graph.neighbors(key, level));
+                for &n in &neighbours {
+                    if n >= nodes {
+                        return Err(graph_error(
+                            &path,
+                            format!("node {key} links to {n}, past the segment's {nodes} nodes"),
+                        ));
+                    }
+                    edges.push(n as u32);
+                }
+                offset += neighbours.len() as u64;
+                self.put(&offset.to_le_bytes())?;
+            }
+            for e in edges {
+                self.put(&e.to_le_bytes())?;
+            }
+        }
+        self.written += 1;
+        self.next_base = range.end;
+        Ok(())
+    }
+
+    /// Syncs the file and renames it into place once every segment is written.
+    pub(crate) fn finish(self) -> Result<(), IndexError> {
+        if self.written != self.segments || self.next_base != self.nodes {
+            return Err(graph_error(
+                &self.path,
+                format!(
+                    "{} of {} segments written, up to key {} of {}",
+                    self.written, self.segments, self.next_base, self.nodes
+                ),
+            ));
+        }
+        let partial = self.partial;
+        self.out
+            .into_inner()
+            .map_err(|e| IndexError::io(&partial, e.into_error()))?
+            .sync_all()
+            .map_err(|e| IndexError::io(&partial, e))?;
+        std::fs::rename(&partial, &self.path).map_err(|e| IndexError::io(&self.path, e))
+    }
 }
 
 /// A node and its similarity, ordered by similarity, then by key (so every walk is deterministic).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Scored(f32, u32);
+struct Scored(f32, u64);
 
 impl Eq for Scored {}
 
@@ -174,20 +271,118 @@ impl Links {
         let bytes = crate::dense::map_file(path)?;
         let damaged = |why: String| graph_error(path, format!("{why}; rebuild the index"));
         let b = bytes.as_slice();
-        if b.len() < HEADER || &b[..8] != MAGIC {
-            return Err(damaged("not a stillweb graph links file".into()));
+        let (nodes, segments) = if b.len() >= 24 && &b[..8] == SEGMENTED_MAGIC {
+            let (nodes, count) = (u64_at(b, 8), u64_at(b, 16));
+            let mut segments = Vec::new();
+            let mut at = 24;
+            for _ in 0..count {
+                if at + 8 > b.len() {
+                    return Err(damaged(format!("{} bytes, cut short", b.len())));
+                }
+                let base = u64_at(b, at);
+                let (segment, end) = Segment::parse(b, at + 8, base).map_err(&damaged)?;
+                segments.push(segment);
+                at = end;
+            }
+            if at != b.len() {
+                return Err(damaged(format!("{} bytes, expected {at}", b.len())));
+            }
+            (nodes, segments)
+        } else {
+            let (segment, end) = Segment::parse(b, 0, 0).map_err(&damaged)?;
+            if end != b.len() {
+                return Err(damaged(format!("{} bytes, expected {end}", b.len())));
+            }
+            (segment.nodes, vec![segment])
+        };
+        let mut next = 0;
+        for s in &segments {
+            if s.base != next {
+                return Err(damaged(format!(
+                    "a segment starts at key {}, expected {next}",
+                    s.base
+                )));
+            }
+            next = s.base + s.nodes;
         }
-        let nodes = u64_at(b, 8);
-        let level_count = u32_at(b, 16) as usize;
-        let linked = u64::from(u32_at(b, 20));
-        let entry = u64_at(b, 24);
-        let mut levels = Vec::with_capacity(level_count);
-        let mut at = HEADER;
-        let need = |at: usize, len: usize| -> Result<usize, IndexError> {
+        if next != nodes {
+            return Err(damaged(format!(
+                "the segments cover {next} keys of {nodes}"
+            )));
+        }
+        Ok(Links {
+            bytes,
+            nodes,
+            segments,
+        })
+    }
+
+    /// Keys that can be nodes (some may have no links).
+    pub(crate) fn nodes(&self) -> u64 {
+        self.nodes
+    }
+
+    /// Keys that are nodes of the graph.
+    pub(crate) fn linked(&self) -> u64 {
+        self.segments.iter().map(|s| s.linked).sum()
+    }
+
+    /// The graph's segments (one unless it was built in parts).
+    pub(crate) fn segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The `count` nodes most similar to the query among those `allowed` passes, best first:
+    /// `similarity(key)` scores a node, and `prefetch(key)` is called for each of a node's
+    /// unseen neighbours before any is scored (their rows are scattered: fetched together, the
+    /// memory waits overlap). The beam holds `max(ef, count)`; nodes the filter drops are walked
+    /// through but never returned, so a filter does not cut the search short. Each segment is
+    /// walked so, and the best `count` of all are kept.
+    pub(crate) fn search(
+        &self,
+        count: usize,
+        ef: usize,
+        similarity: impl Fn(u64) -> f32,
+        prefetch: impl Fn(u64),
+        allowed: impl Fn(u64) -> bool,
+    ) -> Vec<(u64, f32)> {
+        let mut out: Vec<Scored> = Vec::new();
+        for segment in &self.segments {
+            out.extend(segment.search(
+                self.bytes.as_slice(),
+                count,
+                ef,
+                &similarity,
+                &prefetch,
+                &allowed,
+            ));
+        }
+        if self.segments.len() > 1 {
+            out.sort_unstable_by(|a, b| b.cmp(a));
+            out.truncate(count);
+        }
+        out.into_iter().map(|s| (s.1, s.0)).collect()
+    }
+}
+
+impl Segment {
+    /// Reads the `SEGMENT` at byte `start` of `b`, whose keys begin at `base`; where it ends.
+    fn parse(b: &[u8], start: usize, base: u64) -> Result<(Segment, usize), String> {
+        let need = |at: usize, len: usize| -> Result<usize, String> {
             at.checked_add(len)
                 .filter(|&end| end <= b.len())
-                .ok_or_else(|| damaged(format!("{} bytes, cut short", b.len())))
+                .ok_or_else(|| format!("{} bytes, cut short", b.len()))
         };
+        need(start, HEADER)?;
+        if &b[start..start + 8] != MAGIC {
+            return Err("not a stillweb graph links file".into());
+        }
+        let nodes = u64_at(b, start + 8);
+        let level_count = u32_at(b, start + 16) as usize;
+        let linked = u64::from(u32_at(b, start + 20));
+        let entry = u64_at(b, start + 24);
+        let mut levels = Vec::with_capacity(level_count.min(64));
+        let mut at = start + HEADER;
         for level in 0..level_count {
             let (keys, members) = if level == 0 {
                 (None, nodes as usize)
@@ -200,7 +395,7 @@ impl Links {
                 (Some(keys), members)
             };
             let offsets = at;
-            at = need(at, (members + 1).saturating_mul(8))?;
+            at = need(at, members.saturating_add(1).saturating_mul(8))?;
             let edge_count = u64_at(b, at - 8) as usize;
             let edges = at;
             at = need(at, edge_count.saturating_mul(4))?;
@@ -211,36 +406,26 @@ impl Links {
                 edges,
             });
         }
-        if at != b.len() {
-            return Err(damaged(format!("{} bytes, expected {at}", b.len())));
-        }
         if linked > nodes || (nodes > 0 && (level_count == 0 || entry >= nodes)) {
-            return Err(damaged(format!(
-                "entry {entry}, {linked} linked of {nodes} nodes"
-            )));
+            return Err(format!("entry {entry}, {linked} linked of {nodes} nodes"));
         }
-        Ok(Links {
-            bytes,
+        let segment = Segment {
+            base,
             nodes,
             linked,
             entry,
             levels,
-        })
+        };
+        Ok((segment, at))
     }
 
-    /// Keys that can be nodes (some may have no links).
-    pub(crate) fn nodes(&self) -> u64 {
-        self.nodes
-    }
-
-    /// Keys that are nodes of the graph.
-    pub(crate) fn linked(&self) -> u64 {
-        self.linked
-    }
-
-    /// The neighbours of `key` at `level` (none if it is not on that level).
-    fn neighbours(&self, key: u32, level: usize) -> impl Iterator<Item = u32> + '_ {
-        let b = self.bytes.as_slice();
+    /// The neighbours of local `key` at `level` (none if it is not on that level).
+    fn neighbours<'a>(
+        &self,
+        b: &'a [u8],
+        key: u32,
+        level: usize,
+    ) -> impl Iterator<Item = u32> + 'a {
         let l = self.levels[level];
         let slot = match l.keys {
             None => Some(key as usize).filter(|&k| k < l.members),
@@ -266,28 +451,27 @@ impl Links {
             .filter(move |&n| u64::from(n) < nodes)
     }
 
-    /// The `count` nodes most similar to the query among those `allowed` passes, best first:
-    /// `similarity(key)` scores a node, and `prefetch(key)` is called for each of a node's
-    /// unseen neighbours before any is scored (their rows are scattered: fetched together, the
-    /// memory waits overlap). The beam holds `max(ef, count)`; nodes the filter drops are walked
-    /// through but never returned, so a filter does not cut the search short.
-    pub(crate) fn search(
+    /// [`Links::search`] over this segment; the keys it returns are global.
+    fn search(
         &self,
+        b: &[u8],
         count: usize,
         ef: usize,
-        similarity: impl Fn(u64) -> f32,
-        prefetch: impl Fn(u64),
-        allowed: impl Fn(u64) -> bool,
-    ) -> Vec<(u64, f32)> {
-        if self.nodes == 0 || count == 0 {
+        similarity: &impl Fn(u64) -> f32,
+        prefetch: &impl Fn(u64),
+        allowed: &impl Fn(u64) -> bool,
+    ) -> Vec<Scored> {
+        if self.linked == 0 || count == 0 {
             return Vec::new();
         }
-        let mut current = Scored(similarity(self.entry), self.entry as u32);
+        let base = self.base;
+        let score = |local: u32| Scored(similarity(base + u64::from(local)), u64::from(local));
+        let mut current = score(self.entry as u32);
         for level in (1..self.levels.len()).rev() {
             loop {
                 let mut moved = false;
-                for n in self.neighbours(current.1, level) {
-                    let s = Scored(similarity(u64::from(n)), n);
+                for n in self.neighbours(b, current.1 as u32, level) {
+                    let s = score(n);
                     if s > current {
                         current = s;
                         moved = true;
@@ -300,12 +484,12 @@ impl Links {
         }
         let ef = ef.max(count);
         let mut visited = Visited::new(self.nodes);
-        visited.insert(current.1);
+        visited.insert(current.1 as u32);
         let mut frontier = BinaryHeap::from([current]);
         let mut unseen = Vec::new();
         // The best `ef` allowed nodes so far, worst on top.
         let mut best: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::new();
-        if allowed(u64::from(current.1)) {
+        if allowed(base + current.1) {
             best.push(std::cmp::Reverse(current));
         }
         while let Some(next) = frontier.pop() {
@@ -313,15 +497,18 @@ impl Links {
                 break;
             }
             unseen.clear();
-            unseen.extend(self.neighbours(next.1, 0).filter(|&n| visited.insert(n)));
+            unseen.extend(
+                self.neighbours(b, next.1 as u32, 0)
+                    .filter(|&n| visited.insert(n)),
+            );
             for &n in &unseen {
-                prefetch(u64::from(n));
+                prefetch(base + u64::from(n));
             }
             for &n in &unseen {
-                let s = Scored(similarity(u64::from(n)), n);
+                let s = score(n);
                 if best.len() < ef || best.peek().is_some_and(|w| s > w.0) {
                     frontier.push(s);
-                    if allowed(u64::from(n)) {
+                    if allowed(base + u64::from(n)) {
                         best.push(std::cmp::Reverse(s));
                         if best.len() > ef {
                             best.pop();
@@ -330,10 +517,13 @@ impl Links {
                 }
             }
         }
-        let mut out: Vec<Scored> = best.into_iter().map(|r| r.0).collect();
+        let mut out: Vec<Scored> = best
+            .into_iter()
+            .map(|r| Scored(r.0.0, base + r.0.1))
+            .collect();
         out.sort_unstable_by(|a, b| b.cmp(a));
         out.truncate(count);
-        out.into_iter().map(|s| (u64::from(s.1), s.0)).collect()
+        out
     }
 }
 
@@ -481,5 +671,57 @@ mod tests {
         let err = Links::open(&path).expect_err("cut short");
         assert!(err.to_string().contains("graph.links"), "{err}");
         assert!(err.to_string().contains("rebuild"), "{err}");
+    }
+
+    #[test]
+    fn segments_are_walked_together_and_a_cut_or_misordered_file_is_refused() {
+        let dimension = 16;
+        let rows: Vec<Vec<f32>> = (0..3_000).map(|i| unit(i, dimension)).collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(crate::dense::DOC_GRAPH);
+        let mut writer = LinksWriter::create(&path, 3_000, 3).expect("create");
+        for part in [0..1_000u64, 1_000..2_500, 2_500..3_000] {
+            let graph = crate::dense::new_graph(&path, dimension, "f32").expect("graph");
+            graph.reserve(1_500).expect("reserve");
+            let keys: Vec<u64> = (0..part.end - part.start).collect();
+            for &k in &keys {
+                graph.add(k, &rows[(part.start + k) as usize]).expect("add");
+            }
+            writer.append(&graph, &keys, part).expect("append");
+        }
+        writer.finish().expect("finish");
+        let links = Links::open(&path).expect("open");
+        assert_eq!(
+            (links.segments(), links.nodes(), links.linked()),
+            (3, 3_000, 3_000)
+        );
+        let mut found = 0;
+        for q in 0..50 {
+            let query = unit(20_000 + q, dimension);
+            let sim = |k: u64| stillweb_model_core::dot(&query, &rows[k as usize]);
+            let mut exact: Vec<(u64, f32)> = (0..3_000).map(|k| (k, sim(k))).collect();
+            exact.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let walked = links.search(10, 64, sim, |_| {}, |_| true);
+            assert_eq!(walked.len(), 10);
+            assert!(walked.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+            found += walked
+                .iter()
+                .filter(|(k, _)| exact[..10].iter().any(|(e, _)| e == k))
+                .count();
+        }
+        assert!(found >= 490, "recall@10 {found}/500");
+
+        let bytes = std::fs::read(&path).expect("read");
+        std::fs::write(&path, &bytes[..bytes.len() - 5]).expect("cut");
+        let err = Links::open(&path).expect_err("cut short");
+        assert!(err.to_string().contains("rebuild"), "{err}");
+
+        let graph = crate::dense::new_graph(&path, dimension, "f32").expect("graph");
+        let mut writer = LinksWriter::create(&path, 3_000, 2).expect("create");
+        let err = writer.append(&graph, &[], 10..20).expect_err("gap");
+        assert!(err.to_string().contains("segment"), "{err}");
+        writer.append(&graph, &[], 0..20).expect("first");
+        let err = writer.finish().expect_err("unfinished");
+        assert!(err.to_string().contains("1 of 2 segments"), "{err}");
     }
 }

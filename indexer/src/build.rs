@@ -44,6 +44,11 @@ pub struct Args {
     /// for byte every time (slower); more threads give graphs that differ a little per build.
     #[arg(long, default_value_t = 0)]
     graph_threads: usize,
+    /// Nodes per document graph segment at most: the graph is built one segment at a time
+    /// (about 0.66 KiB of memory a node), and a search walks every segment, so smaller
+    /// segments lower the build's peak memory and cost query time.
+    #[arg(long, default_value_t = BuildOptions::default().graph_segment_nodes)]
+    graph_segment_nodes: u64,
     /// Build a set of N document shards, `--out/shard-0` … `--out/shard-{N-1}` (each an index
     /// directory a shard server opens; documents assigned by a hash of their URL), then
     /// finalize the set (corpus-wide BM25 statistics into every shard).
@@ -84,6 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         doc_vectors: args.doc_vectors,
         chunk_precision: args.chunk_vectors,
         graph_threads: args.graph_threads,
+        graph_segment_nodes: args.graph_segment_nodes,
         reuse_vectors: args.reuse_vectors.clone(),
         overlay_of: args.overlay_of.clone(),
         preset: args.model.preset.filter(|_| !args.no_dense),

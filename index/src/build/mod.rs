@@ -62,6 +62,9 @@ pub struct BuildOptions {
     /// Threads inserting the document graph's nodes; 0: one per core. 1 makes the graph
     /// reproducible byte for byte (more threads are faster, but their graphs differ a little).
     pub graph_threads: usize,
+    /// Nodes per document graph segment at most ([`crate::dense::GRAPH_SEGMENT_NODES`]): the
+    /// graph's share of the build's peak memory, against one more walk per segment a search.
+    pub graph_segment_nodes: u64,
     /// Build only this shard of a set (see [`crate::shard`]).
     pub shard: Option<ShardOf>,
     /// An earlier build (same model, engine and chunker; f32 chunk vectors) whose stored vectors
@@ -86,6 +89,7 @@ impl Default for BuildOptions {
             doc_vectors: DocVectors::BestChunk,
             chunk_precision: CHUNK_PRECISION,
             graph_threads: 0,
+            graph_segment_nodes: crate::dense::GRAPH_SEGMENT_NODES,
             shard: None,
             reuse_vectors: None,
             overlay_of: Vec::new(),
@@ -549,6 +553,7 @@ fn build_into(
                 &build.chunk_counts,
                 options.doc_vectors,
                 options.graph_threads,
+                options.graph_segment_nodes,
                 options.chunk_precision,
             )?;
             let (model_id, dimension, engine) = dense_model.unwrap_or_default();

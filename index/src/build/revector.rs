@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::build::stage_and_publish;
-use crate::chunk_vectors::{ChunkVectors, Precision, write_rows};
+use crate::chunk_vectors::{ChunkVectors, Precision, RowFile, write_rows};
 use crate::dense::{DENSE_DIR, DOC_GRAPH, DocVectors, means_file};
 use crate::doc_ids::DOC_IDS;
 use crate::manifest::IndexManifest;
@@ -76,8 +76,7 @@ pub fn revector(
         let source_dense = source.join(DENSE_DIR);
         let dense_dir = tmp.join(DENSE_DIR);
         std::fs::create_dir_all(&dense_dir).map_err(|e| IndexError::io(&dense_dir, e))?;
-        let vectors =
-            ChunkVectors::open(&source_dense, stored, dense.dimension, dense.chunk_vectors)?;
+        let vectors = RowFile::open(&source_dense, stored, dense.dimension, dense.chunk_vectors)?;
         if rebuild_graph {
             crate::build::vectors::build_doc_graph(
                 &vectors,
@@ -85,6 +84,7 @@ pub fn revector(
                 &index.chunk_counts(),
                 dense.doc_vectors,
                 change.graph_threads,
+                crate::dense::GRAPH_SEGMENT_NODES,
                 precision,
             )?;
         } else {
@@ -104,7 +104,7 @@ pub fn revector(
                     let mut row = vec![0f32; dense.dimension];
                     let rows = (0..docs).map(|d| {
                         means.read_row(d, &mut row);
-                        row.clone()
+                        Ok(row.clone())
                     });
                     write_rows(&dense_dir.join(&to), precision, rows)?;
                 }

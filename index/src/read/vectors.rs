@@ -97,6 +97,11 @@ impl DenseIndex {
         &self.manifest
     }
 
+    /// The segments the document graph was built in (each walked by a search).
+    pub fn graph_segments(&self) -> usize {
+        self.graph.segments()
+    }
+
     /// The similarity (dot product of unit vectors) of `query` and chunk `id`, read straight
     /// from the mapped chunk vectors (a graph lookup copies the vector under a lock: profiled at
     /// four times the cost).
