@@ -167,6 +167,14 @@ fn query_embedder(dir: Option<PathBuf>) -> anyhow::Result<Box<dyn stillweb_model
 }
 
 fn main() -> anyhow::Result<()> {
+    // The log (stderr) shows a build's phases, to line up with benchmarks/peak-rss.sh's trace.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tantivy=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     match Cli::parse().command {
         Command::Synth {
             profile,

@@ -71,9 +71,20 @@ pub struct DenseManifest {
     pub hnsw_connectivity: usize,
     pub hnsw_expansion_add: usize,
     pub hnsw_expansion_search: usize,
+    /// The most nodes a graph segment holds, when the graph has more than one (absent: one
+    /// graph, as in every index built before segments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_segment_nodes: Option<u64>,
 }
 
 impl DenseManifest {
+    /// The segments a graph of `nodes` nodes is built in under this manifest.
+    pub fn graph_segments(&self, nodes: u64) -> u64 {
+        self.graph_segment_nodes
+            .map_or(1, |limit| nodes.div_ceil(limit.max(1)))
+            .max(1)
+    }
+
     /// Refuses a query embedder other than the model these vectors came from, and warns (naming
     /// `whose` vectors) when the same model runs on another engine than the build's.
     pub fn check_embedder(
@@ -120,6 +131,23 @@ pub const GRAPH_QUANTIZATION: &str = "i8";
 /// at about 0.66 KiB a node, so about 170 MiB of a build's peak; a search walks every segment, so
 /// fewer, larger ones search faster (`benchmarks/HISTORY.md`, graph segments).
 pub const GRAPH_SEGMENT_NODES: u64 = 1 << 18;
+
+/// What a manifest records of a graph of `nodes` nodes built in segments of at most `limit`:
+/// the limit, if it split the graph.
+pub(crate) fn recorded_segment_limit(nodes: u64, limit: u64) -> Option<u64> {
+    (nodes > limit).then_some(limit)
+}
+
+/// The nodes of a document graph over documents with `chunk_counts` chunks: every chunk (best
+/// chunk), or every document with a chunk.
+pub(crate) fn graph_nodes(doc_vectors: DocVectors, chunk_counts: &[u32]) -> u64 {
+    match doc_vectors {
+        DocVectors::BestChunk => chunk_counts.iter().map(|&c| u64::from(c)).sum(),
+        DocVectors::Mean | DocVectors::Lead => {
+            chunk_counts.iter().filter(|&&c| c > 0).count() as u64
+        }
+    }
+}
 
 /// The HNSW settings of every document graph, storing vectors as `quantization` (`f32`, `f16`
 /// or `i8`, as an index manifest records it).

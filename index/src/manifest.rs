@@ -148,6 +148,9 @@ impl IndexManifest {
             if d.chunk_precision != crate::chunk_vectors::Precision::F32 {
                 h.update(format!("chunk vectors {}\n", d.chunk_precision));
             }
+            if let Some(limit) = d.graph_segment_nodes {
+                h.update(format!("graph segments of {limit}\n"));
+            }
         }
         for s in sources {
             h.update(format!("source {} {} {}\n", s.name, s.format, s.sha256));

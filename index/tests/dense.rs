@@ -141,6 +141,9 @@ fn dense_manifest_and_modes() {
 fn hnsw_recall_against_exact_search() {
     let dir = tempfile::tempdir().expect("tempdir");
     let index = build(dir.path(), 3000, DocVectors::BestChunk);
+    let dense = index.dense().expect("dense");
+    assert_eq!(dense.graph_segments(), 1);
+    assert_eq!(dense.manifest().graph_segment_nodes, None, "one graph");
     let recall = recall_at_10(&index);
     eprintln!("HNSW recall@10 vs exact: {recall:.3}");
     assert!(recall >= 0.95, "recall@10 {recall}");
@@ -173,6 +176,8 @@ fn a_graph_built_in_segments_is_searched_as_one() {
             nodes.div_ceil(700),
             "{doc_vectors:?}: {nodes} nodes"
         );
+        let recorded = index.manifest().dense.as_ref().expect("dense manifest");
+        assert_eq!(recorded.graph_segment_nodes, Some(700));
         let recall = recall_at_10(&index);
         eprintln!(
             "{doc_vectors:?} in {} segments: recall@10 vs exact {recall:.3}",

@@ -549,6 +549,10 @@ fn build_into(
                 chunks = build.writer.written(),
                 "building the dense document index"
             );
+            let graph_segment_nodes = crate::dense::recorded_segment_limit(
+                crate::dense::graph_nodes(options.doc_vectors, &build.chunk_counts),
+                options.graph_segment_nodes,
+            );
             let chunk_vectors = build.writer.finish(
                 &build.chunk_counts,
                 options.doc_vectors,
@@ -569,6 +573,7 @@ fn build_into(
                 hnsw_connectivity: 16,
                 hnsw_expansion_add: 128,
                 hnsw_expansion_search: 128,
+                graph_segment_nodes,
             })
         }
         None => None,

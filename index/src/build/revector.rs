@@ -57,6 +57,10 @@ pub fn revector(
     if let Some(doc_vectors) = change.doc_vectors {
         dense.doc_vectors = doc_vectors;
         dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
+        dense.graph_segment_nodes = crate::dense::recorded_segment_limit(
+            crate::dense::graph_nodes(doc_vectors, &index.chunk_counts()),
+            crate::dense::GRAPH_SEGMENT_NODES,
+        );
     }
     dense.chunk_precision = precision;
     let dense = dense.clone();

@@ -75,6 +75,16 @@ impl DenseIndex {
                 ),
             ));
         }
+        let segments = manifest.graph_segments(nodes);
+        if graph.segments() as u64 != segments {
+            return Err(graph_error(
+                &graph_path,
+                format!(
+                    "{} graph segments, the manifest's {nodes} nodes make {segments}; rebuild the index",
+                    graph.segments()
+                ),
+            ));
+        }
         let means = match manifest.doc_vectors {
             DocVectors::Mean => Some(ChunkVectors::open_file(
                 &dir.join(means_file(manifest.chunk_precision)),
