@@ -70,6 +70,9 @@ enum Command {
         /// Nodes per document graph segment at most (the graph's share of the build's peak).
         #[arg(long, default_value_t = stillweb_index::BuildOptions::default().graph_segment_nodes)]
         graph_segment_nodes: u64,
+        /// tantivy's indexing buffer per index, in MiB (the text indexes' share of the peak).
+        #[arg(long, default_value_t = stillweb_index::WRITER_MEMORY_MIB)]
+        writer_memory_mib: usize,
         #[arg(long)]
         force: bool,
         /// Build a set of N shards (`--out/shard-I`, finalized) instead of one index.
@@ -201,6 +204,7 @@ fn main() -> anyhow::Result<()> {
             doc_vectors,
             chunk_vectors,
             graph_segment_nodes,
+            writer_memory_mib,
             force,
             shards,
             shard,
@@ -220,6 +224,7 @@ fn main() -> anyhow::Result<()> {
                 doc_vectors,
                 chunk_precision: chunk_vectors,
                 graph_segment_nodes,
+                writer_memory_bytes: writer_memory_mib << 20,
                 ..Default::default()
             };
             let reports = match shards {

@@ -46,7 +46,9 @@ pub mod search;
 
 pub use build::revector;
 
-pub use build::{BuildOptions, BuildReport, build_index, build_index_with, build_shards};
+pub use build::{
+    BuildOptions, BuildReport, WRITER_MEMORY_MIB, build_index, build_index_with, build_shards,
+};
 pub use error::IndexError;
 pub use manifest::{DateReport, FORMAT_VERSION, FileReport, IndexManifest, SourceReport};
 pub use query::{ParsedQuery, parse};

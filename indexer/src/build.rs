@@ -26,8 +26,9 @@ pub struct Args {
     /// Fail a source when more than this share of its records is bad (0..1).
     #[arg(long, default_value_t = 0.01)]
     max_bad_fraction: f64,
-    /// Indexing memory budget per index, in MiB.
-    #[arg(long, default_value_t = 256)]
+    /// Indexing memory budget per index, in MiB (two indexes): more makes fewer segments to
+    /// merge at the end, for that much more peak memory.
+    #[arg(long, default_value_t = stillweb_index::WRITER_MEMORY_MIB)]
     writer_memory_mib: usize,
     /// Build a lexical (BM25) index only, without embedding chunks.
     #[arg(long)]

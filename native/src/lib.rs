@@ -11,7 +11,9 @@
 //! - [`attention`]: self-attention in f32, sixteen queries to a vector;
 //! - [`bert`]: the encoder, read from the published safetensors weights;
 //! - `run`: the encoder over many sequences, longest first, on several threads;
-//! - `rerank`: the cross-encoder (encoder + pooler and classifier head).
+//! - `rerank`: the cross-encoder (encoder + pooler and classifier head);
+//! - [`memory`]: freed heap memory handed back to the kernel (glibc's `malloc_trim`), for the
+//!   index build's phases.
 
 mod attention;
 pub mod bert;
@@ -19,6 +21,7 @@ pub mod gemm;
 mod int8;
 mod kernels;
 mod math;
+pub mod memory;
 mod rerank;
 mod run;
 

@@ -45,12 +45,20 @@ const BAD_RECORDS_LOGGED: u64 = 20;
 /// the storage diet).
 pub const CHUNK_PRECISION: Precision = Precision::I8;
 
+/// tantivy's indexing buffer per index, in MiB, by default: the two indexes' buffers are most
+/// of a large build's peak while it reads its sources (at 256 MiB the ~1M-chunk build held
+/// ~510 MiB in them; BENCHMARKS.md, memory on one machine), and smaller buffers only mean more
+/// segments to merge at the end.
+pub const WRITER_MEMORY_MIB: usize = 64;
+
 /// Knobs of a build.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
     /// A source fails the build when more than this share of its records is bad.
     pub max_bad_fraction: f64,
-    /// tantivy indexing memory budget, per index, in bytes.
+    /// tantivy indexing memory budget, per index, in bytes: the text indexes' share of a
+    /// build's peak (a buffer is written out as a segment when full, and the segments merged
+    /// at the end).
     pub writer_memory_bytes: usize,
     /// Replace an existing index at the output path.
     pub force: bool,
@@ -83,7 +91,7 @@ impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
             max_bad_fraction: 0.01,
-            writer_memory_bytes: 256 << 20,
+            writer_memory_bytes: WRITER_MEMORY_MIB << 20,
             force: false,
             chunker: ChunkerConfig::default(),
             doc_vectors: DocVectors::BestChunk,
@@ -534,6 +542,9 @@ fn build_into(
     let (doc_count, chunk_count) = (writers.doc_count, writers.chunk_count);
     merge_to_one_segment(&doc_index, writers.docs)?;
     merge_to_one_segment(&chunk_index, writers.chunks)?;
+    // The indexing buffers and the merges' memory are free now; without this glibc keeps most
+    // of it through the graph phase.
+    stillweb_native::memory::release_free_memory();
     let dense = match dense_build {
         Some(mut build) => {
             build.flush()?;

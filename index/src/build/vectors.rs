@@ -146,6 +146,9 @@ pub(crate) fn build_doc_graph(
             "document graph segment built"
         );
         links.append(&graph, &local, keys.clone())?;
+        drop(graph);
+        // The segment's memory goes back to the kernel before the next is built.
+        stillweb_native::memory::release_free_memory();
     }
     links.finish()?;
     if doc_vectors == DocVectors::Mean {
