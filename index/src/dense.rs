@@ -128,8 +128,9 @@ impl DenseManifest {
 pub const GRAPH_QUANTIZATION: &str = "i8";
 
 /// Nodes a document graph segment holds at most, by default: usearch builds a segment in memory
-/// at about 0.66 KiB a node, so about 170 MiB of a build's peak; a search walks every segment, so
-/// fewer, larger ones search faster (`benchmarks/HISTORY.md`, graph segments).
+/// at about 0.55 KiB a node, so about 140 MiB of a build's peak whatever the corpus; a search
+/// descends into every segment, so fewer, larger ones search a little faster (BENCHMARKS.md,
+/// memory on one machine).
 pub const GRAPH_SEGMENT_NODES: u64 = 1 << 18;
 
 /// What a manifest records of a graph of `nodes` nodes built in segments of at most `limit`:

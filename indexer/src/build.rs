@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     graph_threads: usize,
     /// Nodes per document graph segment at most: the graph is built one segment at a time
-    /// (about 0.66 KiB of memory a node), and a search walks every segment, so smaller
+    /// (about 0.55 KiB of memory a node), and a search descends into every segment, so smaller
     /// segments lower the build's peak memory and cost query time.
     #[arg(long, default_value_t = BuildOptions::default().graph_segment_nodes)]
     graph_segment_nodes: u64,

@@ -109,7 +109,7 @@ const NODES_PER_GRAPH_THREAD: u64 = 10_000;
 ///
 /// The graph is built in segments of at most `segment_nodes` nodes over consecutive keys, one
 /// after another ([`crate::links`]): usearch holds a segment in memory while it is built (about
-/// 0.66 KiB a node), so that is the graph's share of a build's peak, whatever the corpus size.
+/// 0.55 KiB a node), so that is the graph's share of a build's peak, whatever the corpus size.
 ///
 /// Nodes are inserted from `threads` threads (0: one per core; HNSW insertion is most of a large
 /// build), at most one per [`NODES_PER_GRAPH_THREAD`] nodes. With more than one the graph's
