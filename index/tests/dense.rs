@@ -61,6 +61,7 @@ fn doc_vectors(doc_vectors: DocVectors, graph_threads: usize) -> Revector {
     Revector {
         doc_vectors: Some(doc_vectors),
         chunk_precision: None,
+        graph_segment_nodes: None,
         graph_threads,
     }
 }
@@ -204,6 +205,28 @@ fn a_graph_built_in_segments_is_searched_as_one() {
             hits >= 9,
             "{doc_vectors:?}: {hits}/10 of exact, {found:?} vs {exact:?}"
         );
+
+        // Revector re-splits the graph on request, and otherwise keeps the source's split.
+        let resplit = |name: &str, change: Revector| {
+            let to = dir.path().join(format!("{name}-{doc_vectors:?}"));
+            stillweb_index::revector::revector(&out, &to, change, false).expect("revector");
+            SearchIndex::open(&to).expect("open")
+        };
+        let whole = resplit(
+            "whole",
+            Revector {
+                graph_segment_nodes: Some(nodes),
+                ..Revector::default()
+            },
+        );
+        assert_eq!(whole.dense().expect("dense").graph_segments(), 1);
+        let recorded = whole.manifest().dense.as_ref().expect("dense manifest");
+        assert_eq!(recorded.graph_segment_nodes, None);
+        assert_eq!(recorded.doc_vectors, doc_vectors);
+        assert!(recall_at_10(&whole) >= 0.95);
+        let kept = resplit("kept", self::doc_vectors(doc_vectors, 0));
+        let recorded = kept.manifest().dense.as_ref().expect("dense manifest");
+        assert_eq!(recorded.graph_segment_nodes, Some(700));
     }
 }
 

@@ -18,11 +18,15 @@ pub struct Args {
     #[arg(long)]
     out: PathBuf,
     /// best-chunk, mean or lead (rebuilds the graph).
-    #[arg(long, required_unless_present = "chunk_vectors")]
+    #[arg(long, required_unless_present_any = ["chunk_vectors", "graph_segment_nodes"])]
     doc_vectors: Option<DocVectors>,
     /// f32, f16 or i8, no higher than the index's own.
     #[arg(long)]
     chunk_vectors: Option<Precision>,
+    /// Rebuild the graph in segments of at most this many nodes (as `build`'s flag; without it
+    /// a rebuilt graph is split as the source's was).
+    #[arg(long)]
+    graph_segment_nodes: Option<u64>,
     /// Threads inserting the document graph; 0 = one per core, 1 = reproducible byte for byte.
     #[arg(long, default_value_t = 0)]
     graph_threads: usize,
@@ -36,6 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let change = Revector {
         doc_vectors: args.doc_vectors,
         chunk_precision: args.chunk_vectors,
+        graph_segment_nodes: args.graph_segment_nodes,
         graph_threads: args.graph_threads,
     };
     let manifest = revector(&args.index, &args.out, change, args.force).with_context(|| {

@@ -22,6 +22,9 @@ pub struct Revector {
     pub doc_vectors: Option<DocVectors>,
     /// A new chunk vector precision, no higher than the source's (rounding cannot be undone).
     pub chunk_precision: Option<Precision>,
+    /// Nodes per graph segment at most: the graph is rebuilt split this way. `None` rebuilds it
+    /// (when `doc_vectors` asks) split as the source's was.
+    pub graph_segment_nodes: Option<u64>,
     /// Threads inserting a rebuilt graph (0: one per core; 1: reproducible byte for byte).
     pub graph_threads: usize,
 }
@@ -53,13 +56,19 @@ pub fn revector(
             ),
         });
     }
-    let rebuild_graph = change.doc_vectors.is_some();
-    if let Some(doc_vectors) = change.doc_vectors {
-        dense.doc_vectors = doc_vectors;
+    let rebuild_graph = change.doc_vectors.is_some() || change.graph_segment_nodes.is_some();
+    // An unsplit source graph stays unsplit unless a limit is asked for.
+    let segment_nodes = change
+        .graph_segment_nodes
+        .or(dense.graph_segment_nodes)
+        .unwrap_or(u64::MAX)
+        .max(1);
+    if rebuild_graph {
+        dense.doc_vectors = change.doc_vectors.unwrap_or(dense.doc_vectors);
         dense.quantization = crate::dense::GRAPH_QUANTIZATION.into();
         dense.graph_segment_nodes = crate::dense::recorded_segment_limit(
-            crate::dense::graph_nodes(doc_vectors, &index.chunk_counts()),
-            crate::dense::GRAPH_SEGMENT_NODES,
+            crate::dense::graph_nodes(dense.doc_vectors, &index.chunk_counts()),
+            segment_nodes,
         );
     }
     dense.chunk_precision = precision;
@@ -88,7 +97,7 @@ pub fn revector(
                 &index.chunk_counts(),
                 dense.doc_vectors,
                 change.graph_threads,
-                crate::dense::GRAPH_SEGMENT_NODES,
+                segment_nodes,
                 precision,
             )?;
         } else {
