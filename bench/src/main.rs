@@ -68,7 +68,8 @@ enum Command {
         #[arg(long, default_value_t = stillweb_index::BuildOptions::default().chunk_precision)]
         chunk_vectors: stillweb_index::chunk_vectors::Precision,
         /// Nodes per document graph segment at most (the graph's share of the build's peak).
-        #[arg(long, default_value_t = stillweb_index::BuildOptions::default().graph_segment_nodes)]
+        #[arg(long, default_value_t = stillweb_index::BuildOptions::default().graph_segment_nodes,
+            value_parser = clap::value_parser!(u64).range(stillweb_index::dense::MIN_GRAPH_SEGMENT_NODES..))]
         graph_segment_nodes: u64,
         /// tantivy's indexing buffer per index, in MiB (the text indexes' share of the peak).
         #[arg(long, default_value_t = stillweb_index::WRITER_MEMORY_MIB)]

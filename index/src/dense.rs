@@ -129,9 +129,14 @@ pub const GRAPH_QUANTIZATION: &str = "i8";
 
 /// Nodes a document graph segment holds at most, by default: usearch builds a segment in memory
 /// at about 0.55 KiB a node, so about 140 MiB of a build's peak whatever the corpus; a search
-/// descends into every segment, so fewer, larger ones search a little faster (BENCHMARKS.md,
-/// memory on one machine).
+/// descends into every segment, and many cost time and recall (at ~1M nodes 4 segments keep
+/// recall@100 and cost 10-20% of the throughput, 15 lose 0.06 of recall: BENCHMARKS.md, memory
+/// on one machine), so shards of tens of millions of chunks want larger ones.
 pub const GRAPH_SEGMENT_NODES: u64 = 1 << 18;
+
+/// The smallest segment limit the command lines accept: below it a graph is mostly segment
+/// entries, searched one by one.
+pub const MIN_GRAPH_SEGMENT_NODES: u64 = 256;
 
 /// What a manifest records of a graph of `nodes` nodes built in segments of at most `limit`:
 /// the limit, if it split the graph.

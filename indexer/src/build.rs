@@ -47,8 +47,9 @@ pub struct Args {
     graph_threads: usize,
     /// Nodes per document graph segment at most: the graph is built one segment at a time
     /// (about 0.55 KiB of memory a node), and a search descends into every segment, so smaller
-    /// segments lower the build's peak memory and cost query time.
-    #[arg(long, default_value_t = BuildOptions::default().graph_segment_nodes)]
+    /// segments lower the build's peak memory and cost query time and recall.
+    #[arg(long, default_value_t = BuildOptions::default().graph_segment_nodes,
+        value_parser = clap::value_parser!(u64).range(stillweb_index::dense::MIN_GRAPH_SEGMENT_NODES..))]
     graph_segment_nodes: u64,
     /// Build a set of N document shards, `--out/shard-0` … `--out/shard-{N-1}` (each an index
     /// directory a shard server opens; documents assigned by a hash of their URL), then

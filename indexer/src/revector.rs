@@ -25,7 +25,7 @@ pub struct Args {
     chunk_vectors: Option<Precision>,
     /// Rebuild the graph in segments of at most this many nodes (as `build`'s flag; without it
     /// a rebuilt graph is split as the source's was).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(stillweb_index::dense::MIN_GRAPH_SEGMENT_NODES..))]
     graph_segment_nodes: Option<u64>,
     /// Threads inserting the document graph; 0 = one per core, 1 = reproducible byte for byte.
     #[arg(long, default_value_t = 0)]

@@ -355,6 +355,28 @@ fn a_build_killed_at_any_point_leaves_the_old_index_whole_and_the_next_build_cle
 }
 
 #[test]
+fn a_graph_segment_limit_too_small_to_search_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("index");
+    let refused = indexer(&[
+        "build",
+        "--manifest",
+        "/nonexistent/corpus.toml",
+        "--out",
+        path_str(&out),
+        "--graph-segment-nodes",
+        "0",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--graph-segment-nodes") && stderr.contains("256.."),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn opening_a_missing_index_says_how_to_build_one() {
     let output = indexer(&[
         "eval",
